@@ -1,0 +1,94 @@
+// Copyright (c) chorus authors.
+//
+// LogStorage: the durable paxos log of ONE group. chorus ships a leveldb
+// implementation (one database per group, see OpenLevelDbLogStorage); an
+// application may plug in its own.
+//
+// The log maps an instance id to an opaque record (the protocol core's
+// serialized acceptor state for that instance) and holds a few named
+// variables (the group-wide promise, membership and master state, ...).
+// Records are bytes to the storage: it adds its own checksum when writing and
+// verifies it when reading, so a corrupted or truncated record comes back as
+// Status::Corruption, never as data.
+//
+// Thread safety: implementations must allow concurrent calls from several
+// threads (the group loop writes while a catch-up reader reads).
+
+#ifndef CHORUS_LOG_STORAGE_H_
+#define CHORUS_LOG_STORAGE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chorus/status.h"
+
+namespace chorus {
+
+// One atomic change to the log: all of it is applied, or none of it.
+struct LogWriteBatch {
+  // Instance records to store (instance id -> record bytes), replacing any
+  // record already stored under that id.
+  std::vector<std::pair<uint64_t, std::string>> records;
+  // Named variables to set.
+  std::vector<std::pair<std::string, std::string>> variables;
+  // Remove every record with instance id < delete_below (0: remove nothing).
+  // Used by log trimming after a checkpoint.
+  uint64_t delete_below = 0;
+
+  bool empty() const { return records.empty() && variables.empty() && delete_below == 0; }
+};
+
+class LogStorage {
+ public:
+  virtual ~LogStorage();
+
+  // Applies `batch` atomically. With sync == true the call returns only once
+  // the batch is durable (it survives a crash of the process or the machine).
+  // A promise or accept must never be answered before such a write returns ok.
+  virtual Status Write(const LogWriteBatch& batch, bool sync) = 0;
+
+  // Reads the record of `instance` into *record.
+  // Returns NotFound if none is stored, Corruption if the stored bytes fail
+  // their checksum (then *record is left untouched).
+  virtual Status Get(uint64_t instance, std::string* record) = 0;
+
+  // Sets *instance to the largest instance id with a record.
+  // Returns NotFound when the log holds no record.
+  virtual Status GetMaxInstanceId(uint64_t* instance) = 0;
+
+  // Sets *instance to the smallest instance id that still has a record (the
+  // log below it was trimmed). Returns NotFound when the log holds no record.
+  virtual Status GetMinInstanceId(uint64_t* instance) = 0;
+
+  // Reads / writes a named variable. GetVariable returns NotFound when unset
+  // and Corruption when the stored bytes fail their checksum.
+  virtual Status GetVariable(const std::string& name, std::string* value) = 0;
+  Status SetVariable(const std::string& name, const std::string& value, bool sync);
+};
+
+// Options of the leveldb log storage.
+struct LevelDbLogOptions {
+  // Identity checked against the data dir: opening a dir made for another
+  // cluster or group fails with InvalidArgument.
+  uint64_t cluster_id = 0;
+  uint32_t group = 0;
+  // Create the database when `dir` holds none. With false, a missing
+  // database is InvalidArgument.
+  bool create_if_missing = true;
+  // leveldb block cache size in bytes (0: leveldb's default of 8 MiB).
+  size_t block_cache_bytes = 0;
+};
+
+// Opens (or creates) the leveldb paxos log of one group in directory `dir`.
+// On success *storage owns the database. Fails with a clear message when the
+// directory cannot be created or written, is not a chorus log, or belongs to
+// another cluster or group.
+Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& options,
+                             std::unique_ptr<LogStorage>* storage);
+
+}  // namespace chorus
+
+#endif  // CHORUS_LOG_STORAGE_H_

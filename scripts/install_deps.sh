@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs chorus's build dependencies from Debian 12 packages (apt-get, as root).
+# Idempotent and quiet: does nothing when everything is already installed.
+set -euo pipefail
+
+PACKAGES=(build-essential cmake pkg-config ccache
+          libleveldb-dev libsnappy-dev libprotobuf-dev protobuf-compiler
+          libgtest-dev libgmock-dev libgflags-dev)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
