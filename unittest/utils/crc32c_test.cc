@@ -1,0 +1,39 @@
+#include "utils/crc32c.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "utils/coding.h"
+
+namespace chorus {
+namespace {
+
+TEST(Crc32cTest, KnownVectors) {
+  // RFC 3720 (iSCSI) test vectors.
+  std::string zeros(32, '\0');
+  EXPECT_EQ(crc32c::Value(zeros), 0x8a9136aau);
+  std::string ones(32, '\xff');
+  EXPECT_EQ(crc32c::Value(ones), 0x62a8ab43u);
+  std::string inc(32, '\0');
+  for (int i = 0; i < 32; ++i) inc[i] = static_cast<char>(i);
+  EXPECT_EQ(crc32c::Value(inc), 0x46dd794eu);
+  EXPECT_EQ(crc32c::Value("123456789", 9), 0xe3069283u);
+}
+
+TEST(Crc32cTest, ExtendEqualsWhole) {
+  std::string a = "hello, ", b = "chorus replicated world";
+  EXPECT_EQ(crc32c::Extend(crc32c::Value(a), b.data(), b.size()), crc32c::Value(a + b));
+}
+
+TEST(CodingTest, FixedRoundTrip) {
+  std::string s;
+  PutFixed32(&s, 0xdeadbeefu);
+  PutFixed64(&s, 0x0123456789abcdefull);
+  ASSERT_EQ(s.size(), 12u);
+  EXPECT_EQ(DecodeFixed32(s.data()), 0xdeadbeefu);
+  EXPECT_EQ(DecodeFixed64(s.data() + 4), 0x0123456789abcdefull);
+}
+
+}  // namespace
+}  // namespace chorus
