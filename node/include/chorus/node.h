@@ -1,0 +1,77 @@
+// Copyright (c) chorus authors.
+//
+// Node: one replica of a chorus cluster. Open() it with Options, then call
+// Propose() from any number of threads. Every replica executes the chosen
+// values on its StateMachines in the same order.
+//
+// Thread safety: every method may be called from any thread concurrently,
+// except that Stop() and the destructor must not race with each other.
+
+#ifndef CHORUS_NODE_H_
+#define CHORUS_NODE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "chorus/options.h"
+#include "chorus/state_machine.h"
+#include "chorus/status.h"
+
+namespace chorus {
+
+class Node {
+ public:
+  // Validates `options`, opens every group's log (recovering its state),
+  // starts the transport and the group loops. On success *node is the running
+  // node. Returns InvalidArgument (naming the problem) for an empty node list,
+  // self not in the list, duplicate nodes, group_count < 1, two state
+  // machines with one id in a group, bad limits; IOError / InvalidArgument
+  // for a data dir that cannot be written or belongs to another cluster;
+  // Corruption when the log is damaged.
+  static Status Open(const Options& options, std::unique_ptr<Node>* node);
+
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Stops (see Stop) and frees everything.
+  virtual ~Node();
+
+  // Proposes `value` to `group` and waits until it is chosen and executed on
+  // this node. On ok, *instance_id is the instance it was chosen at and, if
+  // ctx is given, ctx->output holds what the state machine wrote.
+  // Returns:
+  //   the state machine's own Status from Execute (ok on success);
+  //   InvalidArgument  bad group, or state machine id unknown / ambiguous;
+  //   TooLarge         value above max_value_bytes;
+  //   Busy             too many proposals waiting (overload), try later;
+  //   Timeout          not chosen+executed within propose_timeout_ms; the
+  //                    value may still be chosen later;
+  //   Stopped          the node is stopping;
+  //   Corruption       the group halted on a checksum mismatch.
+  virtual Status Propose(uint32_t group, const std::string& value, uint64_t* instance_id,
+                         ExecuteContext* ctx = nullptr) = 0;
+
+  // Like Propose, but the value may share one paxos instance with other
+  // concurrent BatchPropose calls of the group (see Options batch_*).
+  // *batch_index is the value's position within that instance.
+  virtual Status BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
+                              uint32_t* batch_index, ExecuteContext* ctx = nullptr) = 0;
+
+  // The next instance id this node will execute in `group` (0 for a bad group).
+  virtual uint64_t GetNowInstanceId(uint32_t group) const = 0;
+  // The smallest instance id still in `group`'s log (0 for a bad group).
+  virtual uint64_t GetMinChosenInstanceId(uint32_t group) const = 0;
+  // This node's id (NodeInfo::id() of options.self).
+  virtual uint64_t node_id() const = 0;
+
+  // Stops the node: waiting proposers return Stopped, loop and transport
+  // threads are joined, logs closed. Idempotent.
+  virtual void Stop() = 0;
+
+ protected:
+  Node() = default;
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_H_

@@ -1,0 +1,106 @@
+// Copyright (c) chorus authors.
+//
+// Options of a chorus Node. Every field has a default; Node::Open validates
+// all of them and returns InvalidArgument with a message naming the field.
+
+#ifndef CHORUS_OPTIONS_H_
+#define CHORUS_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chorus/log_storage.h"
+#include "chorus/transport.h"
+
+namespace chorus {
+
+class StateMachine;
+
+enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3, kNone = 4 };
+
+// Receives chorus's log lines (from any thread; must be thread-safe).
+using LogHook = std::function<void(LogLevel level, const std::string& line)>;
+
+struct Options {
+  // ---- The cluster ----
+  // This node. REQUIRED; must appear in `nodes`.
+  NodeInfo self;
+  // Every member of the cluster, self included, no duplicates. REQUIRED.
+  std::vector<NodeInfo> nodes;
+  // Identifies the cluster on the wire and in the data dir; messages and data
+  // dirs of another cluster are refused. Default 1.
+  uint64_t cluster_id = 1;
+  // Number of independent paxos groups (each its own log, loop thread and
+  // state machines). Default 1; must be >= 1.
+  int group_count = 1;
+
+  // ---- Storage ----
+  // Directory of the paxos logs (one leveldb per group under it). Created if
+  // missing. REQUIRED unless log_storage_factory is set.
+  std::string data_dir;
+  // Sync every promise/accept record before answering (fsync). Default true.
+  // false trades durability for speed: a machine crash can then violate
+  // safety. Only for tests and benchmarks.
+  bool sync_writes = true;
+  // Plug in another LogStorage: called once per group at Open. Default
+  // (empty): leveldb under data_dir/g<group>.
+  std::function<Status(uint32_t group, std::unique_ptr<LogStorage>* out)> log_storage_factory;
+
+  // ---- State machines ----
+  // (group, state machine) pairs; the Node borrows them: they must outlive
+  // it. Ids must be unique within a group. A group may have none.
+  std::vector<std::pair<uint32_t, StateMachine*>> state_machines;
+
+  // ---- Network ----
+  // Plug in another Transport (borrowed, must outlive the Node; the Node
+  // calls Start and Stop). Default nullptr: TCP on self's address.
+  Transport* transport = nullptr;
+  // Largest frame the TCP transport accepts. Default 64 MiB.
+  uint32_t max_frame_bytes = 64u << 20;
+
+  // ---- Proposals ----
+  // How long Propose waits for its value to be chosen and executed before
+  // returning Timeout. Default 5000 ms.
+  int propose_timeout_ms = 5000;
+  // Largest value Propose accepts (TooLarge beyond). Default 8 MiB; must be
+  // well under max_frame_bytes.
+  size_t max_value_bytes = 8u << 20;
+  // Instances a proposer keeps in flight at once per group. Default 16.
+  int max_inflight = 16;
+  // Overload protection, per group: proposals waiting (queued or in
+  // flight) beyond this are rejected at once with Busy. Default 10000.
+  int max_waiting_proposals = 10000;
+  // A proposal that waited in the queue longer than this before the group
+  // could start it is failed with Busy. Default 2000 ms.
+  int max_queue_wait_ms = 2000;
+
+  // ---- Protocol timeouts ----
+  // Phase 1 (prepare) retry timeout. Default 200 ms.
+  int prepare_timeout_ms = 200;
+  // Phase 2 (accept) retry timeout. Default 200 ms.
+  int accept_timeout_ms = 200;
+  // Interval of the learner's catch-up check. Default 500 ms.
+  int learn_interval_ms = 500;
+
+  // ---- Batching (BatchPropose) ----
+  // A batch leaves when it holds this many values... Default 64.
+  int batch_max_count = 64;
+  // ...or this many bytes of values... Default 1 MiB.
+  size_t batch_max_bytes = 1u << 20;
+  // ...or its first value has waited this long. Default 2 ms (0: no wait).
+  int batch_delay_ms = 2;
+
+  // ---- Logging ----
+  // Where log lines go. Default (empty): stderr.
+  LogHook log_hook;
+  // Lines below this level are dropped. Default kWarning.
+  LogLevel log_level = LogLevel::kWarning;
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_OPTIONS_H_

@@ -1,0 +1,56 @@
+// Copyright (c) chorus authors.
+//
+// StateMachine: what an application implements. chorus calls Execute() with
+// every chosen value, in instance order, on every replica of the group.
+
+#ifndef CHORUS_STATE_MACHINE_H_
+#define CHORUS_STATE_MACHINE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "chorus/status.h"
+
+namespace chorus {
+
+// Passed by a proposer to Propose(); handed back to Execute() on the
+// proposing node only (on other replicas Execute gets nullptr).
+struct ExecuteContext {
+  // Which state machine of the group executes the value. 0 selects the only
+  // state machine of a group that has exactly one; with several, it must name
+  // one (Propose returns InvalidArgument otherwise).
+  int state_machine_id = 0;
+  // Opaque pointer for the application (e.g. where Execute writes a reply).
+  void* user = nullptr;
+  // Filled by Execute on the proposing node: its result bytes (optional).
+  std::string output;
+};
+
+class StateMachine {
+ public:
+  virtual ~StateMachine();
+
+  // A positive id, unique among the state machines of one group. Values
+  // proposed with ExecuteContext::state_machine_id == id() go to this one.
+  virtual int id() const = 0;
+
+  // Executes `value`, chosen at `instance` of `group`. Called on the group's
+  // loop thread, in instance order, exactly once per instance per process run
+  // (after a restart, from GetCheckpointInstanceId() on).
+  // REQUIRES: deterministic: every replica must reach the same state.
+  // `ctx` is the proposer's context on the proposing node, nullptr elsewhere.
+  // The returned Status is handed back to the proposer as Propose's result;
+  // it does not stop the group (replicas must reject the same values).
+  virtual Status Execute(uint32_t group, uint64_t instance, const std::string& value,
+                         ExecuteContext* ctx) = 0;
+
+  // Checkpoint hook: the instance id from which this state machine needs
+  // values replayed after a restart (every instance below it is durably
+  // reflected in the application's own state). Default 0: replay everything
+  // kept in the paxos log, which suits in-memory state machines.
+  virtual uint64_t GetCheckpointInstanceId(uint32_t group) const;
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_STATE_MACHINE_H_
