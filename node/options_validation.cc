@@ -1,0 +1,68 @@
+#include "node/options_validation.h"
+
+#include <set>
+#include <string>
+#include <utility>
+
+#include "chorus/state_machine.h"
+
+namespace chorus {
+
+namespace {
+Status Invalid(const std::string& msg) { return Status::InvalidArgument("options: " + msg); }
+
+Status CheckPositive(const char* name, long long value) {
+  if (value <= 0) return Invalid(std::string(name) + " must be > 0, got " + std::to_string(value));
+  return Status::OK();
+}
+}  // namespace
+
+Status ValidateOptions(const Options& o) {
+  if (o.nodes.empty()) return Invalid("nodes is empty: list every member of the cluster");
+  std::set<uint64_t> ids;
+  for (const NodeInfo& n : o.nodes) {
+    if (n.id() == 0 || n.port == 0) return Invalid("node '" + n.ToString() + "' is not a valid ipv4:port");
+    if (!ids.insert(n.id()).second) return Invalid("node " + n.ToString() + " is listed twice");
+  }
+  if (ids.count(o.self.id()) == 0 || o.self.id() == 0) {
+    return Invalid("self " + o.self.ToString() + " is not in nodes");
+  }
+  if (o.group_count < 1) return Invalid("group_count must be >= 1, got " + std::to_string(o.group_count));
+  if (o.data_dir.empty() && !o.log_storage_factory) {
+    return Invalid("data_dir is empty (and no log_storage_factory is set)");
+  }
+  Status s;
+  if (!(s = CheckPositive("propose_timeout_ms", o.propose_timeout_ms)).ok()) return s;
+  if (!(s = CheckPositive("prepare_timeout_ms", o.prepare_timeout_ms)).ok()) return s;
+  if (!(s = CheckPositive("accept_timeout_ms", o.accept_timeout_ms)).ok()) return s;
+  if (!(s = CheckPositive("learn_interval_ms", o.learn_interval_ms)).ok()) return s;
+  if (!(s = CheckPositive("max_inflight", o.max_inflight)).ok()) return s;
+  if (!(s = CheckPositive("max_waiting_proposals", o.max_waiting_proposals)).ok()) return s;
+  if (!(s = CheckPositive("max_queue_wait_ms", o.max_queue_wait_ms)).ok()) return s;
+  if (!(s = CheckPositive("batch_max_count", o.batch_max_count)).ok()) return s;
+  if (!(s = CheckPositive("batch_max_bytes", static_cast<long long>(o.batch_max_bytes))).ok()) return s;
+  if (!(s = CheckPositive("max_value_bytes", static_cast<long long>(o.max_value_bytes))).ok()) return s;
+  if (o.batch_delay_ms < 0) return Invalid("batch_delay_ms must be >= 0");
+  // A value travels in a frame with the message around it: leave headroom.
+  if (o.max_value_bytes + 4096 > o.max_frame_bytes) {
+    return Invalid("max_value_bytes (" + std::to_string(o.max_value_bytes) +
+                   ") must be at least 4 KiB below max_frame_bytes (" +
+                   std::to_string(o.max_frame_bytes) + ")");
+  }
+  std::set<std::pair<uint32_t, int>> sm_ids;
+  for (const auto& [group, sm] : o.state_machines) {
+    if (sm == nullptr) return Invalid("state_machines holds a null StateMachine");
+    if (group >= static_cast<uint32_t>(o.group_count)) {
+      return Invalid("state machine " + std::to_string(sm->id()) + " is registered for group " +
+                     std::to_string(group) + " but group_count is " + std::to_string(o.group_count));
+    }
+    if (sm->id() <= 0) return Invalid("state machine ids must be > 0, got " + std::to_string(sm->id()));
+    if (!sm_ids.insert({group, sm->id()}).second) {
+      return Invalid("two state machines with id " + std::to_string(sm->id()) + " in group " +
+                     std::to_string(group));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace chorus
