@@ -133,9 +133,11 @@ Status Notifier::DoWait(int64_t timeout_us, int* result) {
     if (phase == kArmedSleeping) break;  // not reachable by the contract; harmless
     if (timeout_us == 0) return Status::Timeout("notifier: no result yet");
     // Announce that we sleep. If a Send wins the race, the CAS fails, `s`
-    // holds kSent (acquire, for the same reason as above) and we loop.
+    // holds kSent (acquire, for the same reason as above) and we loop. (C++17
+    // forbids a failure order stronger than the success order, hence acquire
+    // on both; on success it orders nothing we need.)
     if (state_.compare_exchange_weak(s, Pack(gen, kArmedSleeping, 0),
-                                     std::memory_order_relaxed, std::memory_order_acquire)) {
+                                     std::memory_order_acquire, std::memory_order_acquire)) {
       break;
     }
   }
@@ -172,7 +174,7 @@ Status Notifier::DoWait(int64_t timeout_us, int* result) {
     // loop above tolerates.
     uint64_t expected = Pack(gen, kArmedSleeping, 0);
     if (state_.compare_exchange_strong(expected, Pack(gen, kArmed, 0),
-                                       std::memory_order_relaxed, std::memory_order_acquire)) {
+                                       std::memory_order_acquire, std::memory_order_acquire)) {
       return taken;
     }
     if (PhaseOf(expected) != kSent || GenOf(expected) != gen) {
