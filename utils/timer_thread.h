@@ -122,8 +122,10 @@ class TimerThread {
   // Same with when = now + delay.
   TaskId ScheduleAfter(Callback fn, void* arg, std::chrono::microseconds delay);
   // Convenience: runs a std::function (allocates one; the raw-pointer form
-  // above does not allocate). If the task is cancelled, fn is destroyed by the
-  // timer thread; if never run at all, by ~TimerThread.
+  // above does not allocate). fn is destroyed on the timer thread: after it
+  // ran; or, if cancelled, when the timer thread drops the task (at once if it
+  // had not pulled it yet, else at the next heap sweep or at its due time);
+  // a task still pending at destruction is destroyed by ~TimerThread.
   TaskId Schedule(std::function<void()> fn, Clock::time_point when);
 
   // Cancels task `id`. Lock-free; never blocks.
