@@ -1,0 +1,207 @@
+// Copyright (c) chorus authors.
+//
+// TimerThread: run a callback at (or soon after) a point in time, with cheap
+// Schedule/Unschedule from many threads at once. Designed for the RPC-timeout
+// pattern: almost every timer is cancelled before it fires, so schedule and
+// cancel must be fast and must not contend on one lock.
+//
+// Design (after brpc's timer thread):
+//   * One timer thread runs every callback, one at a time, in time order.
+//   * `num_buckets` buckets; a calling thread always uses the same bucket
+//     (threads are spread over the buckets round-robin). A bucket is a
+//     mutex-protected singly linked list of new tasks plus the nearest run
+//     time among them; Schedule holds the bucket lock for an O(1) push.
+//   * Schedule takes the global lock only when its task is earlier than its
+//     bucket's nearest, and wakes the timer thread (one futex syscall) only
+//     when the task is earlier than every task the timer thread knows of.
+//   * Unschedule is lock-free: one CAS on the task's version word. The task
+//     stays where it is; the timer thread drops it when it next sees it.
+//   * The timer thread alone owns a min-heap. It pulls the bucket lists into
+//     it, runs due tasks, and sweeps cancelled tasks out of it once it holds
+//     more than `heap_sweep_min_size` tasks.
+//   * Time is CLOCK_MONOTONIC (std::chrono::steady_clock): changing the wall
+//     clock changes nothing.
+//   * Task memory comes from chunks of slots that are never freed while the
+//     TimerThread lives, so an id can always be checked against its slot. A
+//     TaskId packs (version << 32 | slot index); every reuse of a slot bumps
+//     the version, so a stale id never matches (and never cancels) a newer task
+//     in the same slot. (Versions wrap after 2^31 reuses of one slot.)
+//
+// Thread safety: Schedule*, Unschedule and stats() may be called from any
+// thread, including from inside a running callback. Start and Stop must not
+// race with each other or with the destructor. No call may race with the
+// destructor.
+
+#ifndef CHORUS_UTILS_TIMER_THREAD_H_
+#define CHORUS_UTILS_TIMER_THREAD_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "utils/status.h"
+
+namespace chorus {
+
+struct TimerThreadOptions {
+  // Number of buckets that Schedule spreads its callers over. Valid: 1..1024.
+  // More buckets mean less contention on each bucket lock, but each bucket is
+  // then sparser, so more schedules are "earlier than their bucket's nearest"
+  // and take the global lock. 13 works well from 1 to many dozens of threads;
+  // there is rarely a reason to change it.
+  // Default: 13.
+  size_t num_buckets = 13;
+
+  // Upper bound on how long the timer thread sleeps, in milliseconds; <= 0
+  // means no bound (it sleeps until the earliest task it knows of, or until a
+  // Schedule of an even earlier task wakes it).
+  // Why bound it: tasks that are not earlier than the ones already known never
+  // wake the timer thread, so when every task is far in the future, scheduled
+  // and then cancelled tasks pile up in the buckets (memory) until it wakes.
+  // A bound drains the buckets periodically at the cost of that many
+  // wake-ups per second.
+  // Default: -1 (no bound).
+  int64_t max_wakeup_interval_ms = -1;
+
+  // Once the private heap holds more than this many tasks, the timer thread
+  // removes cancelled tasks from it (an O(n) pass, then O(n) re-heapify).
+  // Smaller: less memory held by cancelled tasks, more frequent sweeps. The
+  // next sweep waits until the heap doubles the live tasks left by the last
+  // one, so sweeping stays amortized O(1) per task even when nothing is
+  // cancelled. Default: 4096.
+  size_t heap_sweep_min_size = 4096;
+};
+
+class TimerThread {
+ public:
+  using TaskId = uint64_t;
+  static constexpr TaskId kInvalidTaskId = 0;
+  using Callback = void (*)(void* arg);
+  using Clock = std::chrono::steady_clock;
+
+  struct Stats {
+    uint64_t scheduled = 0;  // successful Schedule* calls
+    uint64_t triggered = 0;  // callbacks that ran (or are running)
+    uint64_t cancelled = 0;  // Unschedule calls that returned 0
+    // scheduled - triggered - cancelled: tasks that will still run unless
+    // cancelled (approximate while other threads schedule concurrently).
+    uint64_t pending = 0;
+  };
+
+  TimerThread();
+  // Stops (see Stop) and frees every task. Pending tasks never run; the
+  // std::function of a pending convenience task is destroyed here.
+  ~TimerThread();
+
+  TimerThread(const TimerThread&) = delete;
+  TimerThread& operator=(const TimerThread&) = delete;
+
+  // Starts the timer thread.
+  // Returns OK; InvalidArgument if options.num_buckets is outside 1..1024;
+  // InvalidArgument if Start was already called (a TimerThread starts once,
+  // even after Stop); IOError if the thread cannot be created.
+  Status Start(const TimerThreadOptions& options);
+
+  // Stops accepting tasks and joins the timer thread. A callback that is
+  // running finishes first; pending tasks never run. Idempotent; a no-op
+  // before Start. REQUIRES: not called from inside a callback.
+  void Stop();
+
+  // Runs fn(arg) on the timer thread at `when` or soon after (immediately if
+  // `when` is in the past). Callbacks run one at a time: keep them short.
+  // Returns the task's id, or kInvalidTaskId if the TimerThread is not started
+  // or already stopped (a Schedule racing with Stop may still return an id;
+  // that task never runs), or if it holds 2^26 tasks already.
+  TaskId Schedule(Callback fn, void* arg, Clock::time_point when);
+  // Same with when = now + delay.
+  TaskId ScheduleAfter(Callback fn, void* arg, std::chrono::microseconds delay);
+  // Convenience: runs a std::function (allocates one; the raw-pointer form
+  // above does not allocate). fn is destroyed on the timer thread: after it
+  // ran; or, if cancelled, when the timer thread drops the task (at once if it
+  // had not pulled it yet, else at the next heap sweep or at its due time);
+  // a task still pending at destruction is destroyed by ~TimerThread.
+  TaskId Schedule(std::function<void()> fn, Clock::time_point when);
+
+  // Cancels task `id`. Lock-free; never blocks.
+  // Returns 0 if the task was pending and now will never run;
+  //         1 if its callback is running right now (it is not interrupted;
+  //           this is what a callback gets when it unschedules itself);
+  //        -1 if there is no such task: it already ran, it was already
+  //           cancelled, or the id was never issued (kInvalidTaskId included).
+  // When it returns 0 or -1 for an id issued by this TimerThread, the callback
+  // is not running and will not run again, and whatever it did is visible to
+  // the caller, so the caller may free `arg`.
+  int Unschedule(TaskId id);
+
+  Stats stats() const;
+
+  // Test-only: tasks in the timer thread's private heap after its latest pass
+  // (cancelled ones not yet swept included).
+  size_t HeapSizeForTesting() const;
+
+ private:
+  struct Task;
+  struct TaskLater;
+  struct Bucket;
+  class TaskPool;
+
+  TaskId ScheduleTask(Callback fn, void* arg, Callback drop, int64_t run_ns);
+  void Run();
+  Bucket* CallerBucket();
+  // Moves every bucket's list into heap_ (dropping cancelled tasks) and gives
+  // the buckets back the slots freed since the last pull.
+  void PullBuckets();
+  void SweepHeap();
+  // Runs `task` unless it was cancelled, then frees it.
+  void RunTask(Task* task);
+  // Releases what a task that never ran owns (Task::drop), then frees it.
+  void DropTask(Task* task);
+  // Puts `task` on returns_ for its bucket (timer thread only).
+  void FreeTask(Task* task);
+
+  TimerThreadOptions options_;
+  std::unique_ptr<TaskPool> pool_;
+  std::unique_ptr<Bucket[]> buckets_;  // options_.num_buckets of them
+  size_t num_buckets_ = 0;             // set by Start, read after `accepting_`
+  // num_buckets_ once buckets_ exists (0 before Start), for stats().
+  std::atomic<size_t> published_buckets_{0};
+
+  // True between Start and Stop. Schedule loads it with acquire, pairing with
+  // the release store in Start so that buckets_/pool_ are visible.
+  std::atomic<bool> accepting_{false};
+  bool started_ = false;  // Start was called (Start/Stop are not concurrent)
+
+  std::mutex mu_;
+  // Earliest run time (ns on the steady clock) the timer thread will wake up
+  // for without being signalled. GUARDED_BY(mu_).
+  int64_t nearest_run_ns_;
+  bool stop_ = false;      // GUARDED_BY(mu_)
+  bool sleeping_ = false;  // GUARDED_BY(mu_): the timer thread is (about to be) in FutexWait
+  // Futex word: bumped under mu_ whenever the timer thread must wake early.
+  std::atomic<int32_t> nsignals_{0};
+
+  // Owned by the timer thread alone (and by the destructor after the join).
+  std::vector<Task*> heap_;
+  size_t sweep_threshold_ = 0;
+  // Per bucket: slots freed since the bucket was last pulled (head, tail).
+  std::vector<std::pair<Task*, Task*>> returns_;
+
+  std::atomic<uint64_t> triggered_{0};    // written by the timer thread only
+  std::atomic<size_t> heap_size_{0};      // written by the timer thread only
+
+  std::thread thread_;
+};
+
+// A process-wide TimerThread, started on first use with default options.
+// Never destroyed (it outlives static destructors of its users). Thread-safe.
+TimerThread* GlobalTimerThread();
+
+}  // namespace chorus
+
+#endif  // CHORUS_UTILS_TIMER_THREAD_H_
