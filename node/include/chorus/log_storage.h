@@ -35,7 +35,8 @@ struct LogWriteBatch {
   // Named variables to set.
   std::vector<std::pair<std::string, std::string>> variables;
   // Remove every record with instance id < delete_below (0: remove nothing).
-  // Used by log trimming after a checkpoint.
+  // Used by log trimming after a checkpoint. Applied before `records`, so a
+  // record written by the same batch is kept whatever its id.
   uint64_t delete_below = 0;
 
   bool empty() const { return records.empty() && variables.empty() && delete_below == 0; }

@@ -1,0 +1,85 @@
+#include "node/frame.h"
+
+#include <algorithm>
+
+#include "utils/coding.h"
+#include "utils/crc32c.h"
+
+namespace chorus {
+
+namespace {
+constexpr size_t kCrcOffset = 24;  // the crc32c follows magic, length, cluster, sender
+}  // namespace
+
+std::string EncodeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::string& payload) {
+  char buf[kFrameHeaderSize];
+  EncodeFixed32(buf, kFrameMagic);
+  EncodeFixed32(buf + 4, static_cast<uint32_t>(payload.size()));
+  EncodeFixed64(buf + 8, cluster_id);
+  EncodeFixed64(buf + 16, sender);
+  uint32_t crc = crc32c::Extend(0, buf, kCrcOffset);
+  crc = crc32c::Extend(crc, payload.data(), payload.size());
+  EncodeFixed32(buf + kCrcOffset, crc);
+  return std::string(buf, kFrameHeaderSize);
+}
+
+std::string EncodeFrame(uint64_t cluster_id, uint64_t sender, const std::string& payload) {
+  std::string out = EncodeFrameHeader(cluster_id, sender, payload);
+  out.append(payload);
+  return out;
+}
+
+FrameDecoder::FrameDecoder(uint32_t max_payload_bytes) : max_payload_bytes_(max_payload_bytes) {}
+
+Status FrameDecoder::Consume(const char* data, size_t n, std::vector<Frame>* frames) {
+  if (!error_.ok()) return error_;
+  while (n > 0) {
+    if (!in_payload_) {
+      const size_t take = std::min(n, kFrameHeaderSize - header_fill_);
+      std::copy(data, data + take, header_ + header_fill_);
+      header_fill_ += take;
+      data += take;
+      n -= take;
+      if (header_fill_ < kFrameHeaderSize) break;
+      // A whole header: check it before trusting the length.
+      const uint32_t magic = DecodeFixed32(header_);
+      if (magic != kFrameMagic) {
+        error_ = Status::Corruption("bad frame magic");
+        return error_;
+      }
+      payload_len_ = DecodeFixed32(header_ + 4);
+      if (payload_len_ > max_payload_bytes_) {
+        error_ = Status::TooLarge("frame payload of " + std::to_string(payload_len_) +
+                                  " bytes exceeds the limit of " +
+                                  std::to_string(max_payload_bytes_));
+        return error_;
+      }
+      current_.cluster_id = DecodeFixed64(header_ + 8);
+      current_.sender = DecodeFixed64(header_ + 16);
+      expected_crc_ = DecodeFixed32(header_ + kCrcOffset);
+      current_.payload.clear();
+      current_.payload.reserve(payload_len_);
+      in_payload_ = true;
+    } else {
+      const size_t take = std::min<size_t>(n, payload_len_ - current_.payload.size());
+      current_.payload.append(data, take);
+      data += take;
+      n -= take;
+    }
+    if (in_payload_ && current_.payload.size() == payload_len_) {
+      uint32_t crc = crc32c::Extend(0, header_, kCrcOffset);
+      crc = crc32c::Extend(crc, current_.payload.data(), current_.payload.size());
+      if (crc != expected_crc_) {
+        error_ = Status::Corruption("frame crc32c mismatch");
+        return error_;
+      }
+      frames->push_back(std::move(current_));
+      current_ = Frame();
+      in_payload_ = false;
+      header_fill_ = 0;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace chorus

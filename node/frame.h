@@ -1,0 +1,73 @@
+// Copyright (c) chorus authors.
+//
+// The wire frame of the TCP transport, and an incremental decoder for it.
+//
+//   magic (4) | payload length (4) | cluster id (8) | sender node id (8) |
+//   crc32c (4) | payload (length bytes)
+//
+// Integers are little-endian (utils/coding.h). The crc32c covers the first 24
+// header bytes (magic .. sender) followed by the payload, so a flipped bit
+// anywhere in a frame is caught. The length is checked against the limit
+// before any memory is allocated for the payload.
+//
+// Thread safety: FrameDecoder is not synchronized; one connection owns one.
+
+#ifndef CHORUS_NODE_FRAME_H_
+#define CHORUS_NODE_FRAME_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chorus/status.h"
+
+namespace chorus {
+
+constexpr uint32_t kFrameMagic = 0x53524843;  // the bytes "CHRS" on the wire
+constexpr size_t kFrameHeaderSize = 28;
+
+struct Frame {
+  uint64_t cluster_id = 0;
+  uint64_t sender = 0;
+  std::string payload;
+};
+
+// Returns the 28-byte header of a frame carrying `payload`.
+// REQUIRES: payload.size() fits in 32 bits (callers check their own limit).
+std::string EncodeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::string& payload);
+
+// Returns header + payload in one string (tests, small frames).
+std::string EncodeFrame(uint64_t cluster_id, uint64_t sender, const std::string& payload);
+
+// Splits a byte stream into frames. Bytes may arrive in any chunking.
+class FrameDecoder {
+ public:
+  // Frames whose payload is longer than max_payload_bytes are rejected.
+  explicit FrameDecoder(uint32_t max_payload_bytes);
+
+  // Consumes data[0, n) and appends every frame completed by it to *frames.
+  // Returns ok, or (once the stream is known to be bad, and from then on):
+  //   Corruption - bad magic or a crc32c mismatch;
+  //   TooLarge   - the header announces a payload above the limit.
+  // After an error the decoder accepts nothing more: close the connection.
+  // The frames appended before the error are intact and verified.
+  Status Consume(const char* data, size_t n, std::vector<Frame>* frames);
+
+  // True when no partial frame is buffered.
+  bool idle() const { return header_fill_ == 0 && !in_payload_; }
+
+ private:
+  const uint32_t max_payload_bytes_;
+  Status error_;                     // sticky
+  char header_[kFrameHeaderSize];    // the header being filled
+  size_t header_fill_ = 0;           // bytes of header_ filled
+  bool in_payload_ = false;          // header complete, payload being filled
+  uint32_t payload_len_ = 0;         // from the current header
+  uint32_t expected_crc_ = 0;        // from the current header
+  Frame current_;                    // the frame being filled
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_FRAME_H_

@@ -1,0 +1,98 @@
+#include "node/leveldb_log_format.h"
+
+#include "utils/coding.h"
+#include "utils/crc32c.h"
+
+namespace chorus {
+namespace leveldb_log {
+
+namespace {
+constexpr size_t kCrcSize = 4;
+constexpr size_t kMetaBodySize = 8 + 4 + 8 + 4;
+
+uint32_t ValueCrc(const std::string& key, const char* payload, size_t n) {
+  return crc32c::Extend(crc32c::Value(key), payload, n);
+}
+}  // namespace
+
+std::string RecordKey(uint64_t instance) {
+  std::string key(9, '\0');
+  key[0] = kRecordPrefix;
+  for (int i = 0; i < 8; ++i) key[1 + i] = static_cast<char>((instance >> (8 * (7 - i))) & 0xFF);
+  return key;
+}
+
+uint64_t InstanceOfRecordKey(const std::string& key) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(key[1 + i]);
+  return v;
+}
+
+std::string VariableKey(const std::string& name) { return std::string(1, kVariablePrefix) + name; }
+
+std::string EncodeValue(const std::string& key, const std::string& payload) {
+  std::string value;
+  value.reserve(kCrcSize + payload.size());
+  PutFixed32(&value, ValueCrc(key, payload.data(), payload.size()));
+  value.append(payload);
+  return value;
+}
+
+Status DecodeValue(const std::string& key, const std::string& value, const std::string& what,
+                   std::string* payload) {
+  if (value.size() < kCrcSize) {
+    return Status::Corruption(what + ": stored value is truncated (" +
+                              std::to_string(value.size()) + " bytes)");
+  }
+  const char* body = value.data() + kCrcSize;
+  const size_t n = value.size() - kCrcSize;
+  if (DecodeFixed32(value.data()) != ValueCrc(key, body, n)) {
+    return Status::Corruption(what + ": stored value fails its crc32c (" + std::to_string(n) +
+                              " payload bytes)");
+  }
+  payload->assign(body, n);
+  return Status::OK();
+}
+
+std::string EncodeMeta(uint64_t cluster_id, uint32_t group) {
+  std::string v;
+  PutFixed64(&v, kMetaMagic);
+  PutFixed32(&v, kFormatVersion);
+  PutFixed64(&v, cluster_id);
+  PutFixed32(&v, group);
+  PutFixed32(&v, crc32c::Value(v));
+  return v;
+}
+
+Status CheckMeta(const std::string& value, uint64_t cluster_id, uint32_t group,
+                 const std::string& dir) {
+  if (value.size() != kMetaBodySize + kCrcSize ||
+      DecodeFixed32(value.data() + kMetaBodySize) != crc32c::Value(value.data(), kMetaBodySize)) {
+    return Status::Corruption("log in '" + dir + "': meta record is corrupt");
+  }
+  if (DecodeFixed64(value.data()) != kMetaMagic) {
+    return Status::InvalidArgument("'" + dir + "' is not a chorus log (bad meta magic)");
+  }
+  const uint32_t version = DecodeFixed32(value.data() + 8);
+  if (version != kFormatVersion) {
+    return Status::InvalidArgument("log in '" + dir + "' has format version " +
+                                   std::to_string(version) + ", this build reads version " +
+                                   std::to_string(kFormatVersion));
+  }
+  const uint64_t found_cluster = DecodeFixed64(value.data() + 12);
+  if (found_cluster != cluster_id) {
+    return Status::InvalidArgument("log in '" + dir + "' belongs to cluster " +
+                                   std::to_string(found_cluster) + ", expected cluster " +
+                                   std::to_string(cluster_id));
+  }
+  const uint32_t found_group = DecodeFixed32(value.data() + 20);
+  if (found_group != group) {
+    return Status::InvalidArgument("log in '" + dir + "' belongs to group " +
+                                   std::to_string(found_group) + ", expected group " +
+                                   std::to_string(group));
+  }
+  return Status::OK();
+}
+
+}  // namespace leveldb_log
+}  // namespace chorus

@@ -1,0 +1,58 @@
+// Copyright (c) chorus authors.
+//
+// The on-disk layout of the leveldb LogStorage (OpenLevelDbLogStorage in
+// <chorus/log_storage.h>). Private to the library; tests use it to reach the
+// raw keys and values.
+//
+// Keys (one database per group):
+//   'r' + big-endian 64-bit instance id  -> a record (BE so leveldb's bytewise
+//                                           order is numeric order)
+//   'v' + variable name                  -> a variable
+//   "m"                                  -> the meta value (see below)
+// Every record and variable value is crc32c (4, little-endian) + payload,
+// where the crc32c covers the key followed by the payload: a value copied
+// under another key fails its check as surely as a flipped bit.
+// The meta value is magic (8) | format version (4) | cluster id (8) |
+// group (4) | crc32c of the preceding 24 bytes (4), written when the
+// database is created and checked on every open.
+
+#ifndef CHORUS_NODE_LEVELDB_LOG_FORMAT_H_
+#define CHORUS_NODE_LEVELDB_LOG_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "chorus/status.h"
+
+namespace chorus {
+namespace leveldb_log {
+
+constexpr char kRecordPrefix = 'r';
+constexpr char kVariablePrefix = 'v';
+constexpr char kMetaKey[] = "m";
+constexpr uint64_t kMetaMagic = 0x676f6c2d73726863ull;  // the bytes "chrs-log"
+constexpr uint32_t kFormatVersion = 1;
+
+std::string RecordKey(uint64_t instance);
+// REQUIRES: key is a record key (kRecordPrefix + 8 bytes).
+uint64_t InstanceOfRecordKey(const std::string& key);
+std::string VariableKey(const std::string& name);
+
+// crc32c(key + payload) + payload.
+std::string EncodeValue(const std::string& key, const std::string& payload);
+// Verifies and strips the checksum. Returns Corruption naming `what` when
+// the value is truncated or fails its crc32c; *payload is untouched then.
+Status DecodeValue(const std::string& key, const std::string& value, const std::string& what,
+                   std::string* payload);
+
+std::string EncodeMeta(uint64_t cluster_id, uint32_t group);
+// Checks `value` against the expected identity. Corruption when it fails its
+// crc32c or magic, InvalidArgument (naming expected and found) on a format,
+// cluster or group mismatch.
+Status CheckMeta(const std::string& value, uint64_t cluster_id, uint32_t group,
+                 const std::string& dir);
+
+}  // namespace leveldb_log
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_LEVELDB_LOG_FORMAT_H_

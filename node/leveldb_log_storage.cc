@@ -1,0 +1,291 @@
+// The default LogStorage: one leveldb database per group. The key/value
+// layout is in node/leveldb_log_format.h.
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/iterator.h>
+#include <leveldb/options.h>
+#include <leveldb/write_batch.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "chorus/log_storage.h"
+#include "node/leveldb_log_format.h"
+
+namespace chorus {
+
+namespace {
+
+using leveldb_log::RecordKey;
+
+// Maps a leveldb error onto a chorus Status, prefixed with `context`.
+Status FromLevelDb(const std::string& context, const leveldb::Status& s) {
+  const std::string msg = context + ": " + s.ToString();
+  if (s.IsNotFound()) return Status::NotFound(msg);
+  if (s.IsCorruption()) return Status::Corruption(msg);
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
+  if (s.IsNotSupportedError()) return Status::NotSupported(msg);
+  return Status::IOError(msg);
+}
+
+// mkdir -p. Returns IOError naming the component that could not be created.
+Status CreateDirs(const std::string& dir) {
+  std::string path;
+  size_t pos = 0;
+  while (pos <= dir.size()) {
+    size_t slash = dir.find('/', pos);
+    if (slash == std::string::npos) slash = dir.size();
+    path = dir.substr(0, slash);
+    pos = slash + 1;
+    if (path.empty()) continue;  // the leading '/'
+    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::FromErrno("cannot create log directory '" + path + "'", errno);
+    }
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+      return Status::FromErrno("cannot stat log directory '" + path + "'", errno);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return Status::IOError("cannot create log directory '" + dir + "': '" + path +
+                             "' is not a directory");
+    }
+  }
+  return Status::OK();
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+// Sets *empty to whether `dir` holds no entries. REQUIRES: dir exists.
+Status DirIsEmpty(const std::string& dir, bool* empty) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return Status::FromErrno("cannot list log directory '" + dir + "'", errno);
+  *empty = true;
+  while (struct dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") {
+      *empty = false;
+      break;
+    }
+  }
+  closedir(d);
+  return Status::OK();
+}
+
+class LevelDbLogStorage : public LogStorage {
+ public:
+  LevelDbLogStorage(std::string dir, std::unique_ptr<leveldb::Cache> cache,
+                    std::unique_ptr<leveldb::DB> db)
+      : dir_(std::move(dir)), cache_(std::move(cache)), db_(std::move(db)) {}
+
+  ~LevelDbLogStorage() override {
+    db_.reset();  // the database uses the cache: close it first
+    cache_.reset();
+  }
+
+  // Loads the min/max cache. Called once before the storage is shared.
+  Status LoadBounds() {
+    std::lock_guard<std::mutex> l(bounds_mu_);
+    return ScanBoundsLocked();
+  }
+
+  Status Write(const LogWriteBatch& batch, bool sync) override {
+    if (batch.empty()) return Status::OK();
+    for (const auto& var : batch.variables) {
+      if (var.first.empty()) return Status::InvalidArgument("variable name is empty");
+    }
+    // Writers are serialized so that the delete_below scan and the bounds
+    // update see exactly the state this batch applies to.
+    std::lock_guard<std::mutex> wl(write_mu_);
+    leveldb::WriteBatch wb;
+    if (batch.delete_below > 0) {
+      // Deletes go first: a record in this same batch is kept even if its id
+      // is below delete_below (leveldb applies a batch in order).
+      std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+      const std::string end = RecordKey(batch.delete_below);
+      for (it->Seek(RecordKey(0)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
+        wb.Delete(it->key());
+      }
+      if (!it->status().ok()) {
+        return FromLevelDb("log in '" + dir_ + "': scanning records to trim", it->status());
+      }
+    }
+    for (const auto& rec : batch.records) {
+      const std::string key = RecordKey(rec.first);
+      wb.Put(key, leveldb_log::EncodeValue(key, rec.second));
+    }
+    for (const auto& var : batch.variables) {
+      const std::string key = leveldb_log::VariableKey(var.first);
+      wb.Put(key, leveldb_log::EncodeValue(key, var.second));
+    }
+    leveldb::WriteOptions wo;
+    wo.sync = sync;
+    leveldb::Status s = db_->Write(wo, &wb);
+    if (!s.ok()) return FromLevelDb("log in '" + dir_ + "': write failed", s);
+
+    std::lock_guard<std::mutex> l(bounds_mu_);
+    if (batch.delete_below > 0) return ScanBoundsLocked();
+    for (const auto& rec : batch.records) {
+      if (!has_records_) {
+        has_records_ = true;
+        min_ = max_ = rec.first;
+      } else {
+        min_ = std::min(min_, rec.first);
+        max_ = std::max(max_, rec.first);
+      }
+    }
+    return Status::OK();
+  }
+
+  Status Get(uint64_t instance, std::string* record) override {
+    const std::string what = "instance " + std::to_string(instance);
+    return ReadValue(RecordKey(instance), what, record);
+  }
+
+  Status GetMaxInstanceId(uint64_t* instance) override {
+    std::lock_guard<std::mutex> l(bounds_mu_);
+    if (!has_records_) return Status::NotFound("log in '" + dir_ + "' holds no record");
+    *instance = max_;
+    return Status::OK();
+  }
+
+  Status GetMinInstanceId(uint64_t* instance) override {
+    std::lock_guard<std::mutex> l(bounds_mu_);
+    if (!has_records_) return Status::NotFound("log in '" + dir_ + "' holds no record");
+    *instance = min_;
+    return Status::OK();
+  }
+
+  Status GetVariable(const std::string& name, std::string* value) override {
+    return ReadValue(leveldb_log::VariableKey(name), "variable '" + name + "'", value);
+  }
+
+ private:
+  Status ReadValue(const std::string& key, const std::string& what, std::string* payload) {
+    leveldb::ReadOptions ro;
+    ro.verify_checksums = true;
+    std::string raw;
+    leveldb::Status s = db_->Get(ro, key, &raw);
+    if (s.IsNotFound()) return Status::NotFound(what + " is not in the log");
+    if (!s.ok()) return FromLevelDb("log in '" + dir_ + "': reading " + what, s);
+    return leveldb_log::DecodeValue(key, raw, "log in '" + dir_ + "': " + what, payload);
+  }
+
+  // Recomputes has_records_/min_/max_ from the database.
+  // REQUIRES: bounds_mu_ held.
+  Status ScanBoundsLocked() {
+    leveldb::ReadOptions ro;
+    ro.fill_cache = false;
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
+    const std::string lo(1, leveldb_log::kRecordPrefix);
+    const std::string hi(1, static_cast<char>(leveldb_log::kRecordPrefix + 1));
+    has_records_ = false;
+    it->Seek(lo);
+    if (it->Valid() && it->key().compare(hi) < 0) {
+      has_records_ = true;
+      min_ = leveldb_log::InstanceOfRecordKey(it->key().ToString());
+      it->Seek(hi);
+      if (it->Valid()) {
+        it->Prev();
+      } else {
+        it->SeekToLast();
+      }
+      max_ = leveldb_log::InstanceOfRecordKey(it->key().ToString());
+    }
+    if (!it->status().ok()) {
+      return FromLevelDb("log in '" + dir_ + "': scanning instance ids", it->status());
+    }
+    return Status::OK();
+  }
+
+  const std::string dir_;
+  std::unique_ptr<leveldb::Cache> cache_;  // may be null (leveldb's default cache)
+  std::unique_ptr<leveldb::DB> db_;        // thread-safe by itself
+
+  std::mutex write_mu_;  // serializes Write()
+
+  std::mutex bounds_mu_;
+  bool has_records_ = false;  // GUARDED_BY(bounds_mu_)
+  uint64_t min_ = 0;          // GUARDED_BY(bounds_mu_)
+  uint64_t max_ = 0;          // GUARDED_BY(bounds_mu_)
+};
+
+}  // namespace
+
+Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& options,
+                             std::unique_ptr<LogStorage>* storage) {
+  if (dir.empty()) return Status::InvalidArgument("log directory is empty");
+  const std::string group_text = "cluster " + std::to_string(options.cluster_id) + " group " +
+                                 std::to_string(options.group);
+
+  const bool has_db = FileExists(dir + "/CURRENT");
+  if (!has_db) {
+    if (!options.create_if_missing) {
+      return Status::InvalidArgument("no chorus log in '" + dir +
+                                     "' and create_if_missing is false");
+    }
+    Status s = CreateDirs(dir);
+    if (!s.ok()) return s;
+    bool empty = false;
+    s = DirIsEmpty(dir, &empty);
+    if (!s.ok()) return s;
+    if (!empty) {
+      return Status::InvalidArgument("'" + dir +
+                                     "' is not a chorus log: it holds files but no database");
+    }
+  }
+
+  leveldb::Options lo;
+  lo.create_if_missing = !has_db;
+  lo.paranoid_checks = true;
+  std::unique_ptr<leveldb::Cache> cache;
+  if (options.block_cache_bytes > 0) {
+    cache.reset(leveldb::NewLRUCache(options.block_cache_bytes));
+    lo.block_cache = cache.get();
+  }
+  leveldb::DB* raw_db = nullptr;
+  leveldb::Status ls = leveldb::DB::Open(lo, dir, &raw_db);
+  if (!ls.ok()) return FromLevelDb("cannot open the log of " + group_text + " in '" + dir + "'", ls);
+  std::unique_ptr<leveldb::DB> db(raw_db);
+
+  // The meta key says whose log this is.
+  std::string meta;
+  leveldb::ReadOptions ro;
+  ro.verify_checksums = true;
+  ls = db->Get(ro, leveldb_log::kMetaKey, &meta);
+  if (ls.ok()) {
+    Status s = leveldb_log::CheckMeta(meta, options.cluster_id, options.group, dir);
+    if (!s.ok()) return s;
+  } else if (ls.IsNotFound()) {
+    // A database without meta is ours only when it is empty: we created it
+    // just now, or a crash hit between creating it and writing the meta.
+    std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
+    it->SeekToFirst();
+    if (it->Valid() || !options.create_if_missing) {
+      return Status::InvalidArgument("'" + dir +
+                                     "' is a leveldb database but not a chorus log (no meta key)");
+    }
+    leveldb::WriteOptions wo;
+    wo.sync = true;
+    ls = db->Put(wo, leveldb_log::kMetaKey,
+                 leveldb_log::EncodeMeta(options.cluster_id, options.group));
+    if (!ls.ok()) return FromLevelDb("cannot write the meta of the log in '" + dir + "'", ls);
+  } else {
+    return FromLevelDb("cannot read the meta of the log in '" + dir + "'", ls);
+  }
+
+  auto result = std::make_unique<LevelDbLogStorage>(dir, std::move(cache), std::move(db));
+  Status s = result->LoadBounds();
+  if (!s.ok()) return s;
+  *storage = std::move(result);
+  return Status::OK();
+}
+
+}  // namespace chorus

@@ -1,0 +1,7 @@
+#include "chorus/transport.h"
+
+namespace chorus {
+
+Transport::~Transport() = default;
+
+}  // namespace chorus
