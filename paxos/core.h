@@ -68,7 +68,6 @@ namespace paxos {
 class Acceptor;
 class Learner;
 class Proposer;
-class PaxosMsg;
 
 // Counters, for tests and metrics.
 struct CoreStats {
@@ -107,7 +106,7 @@ class CoreContext {
 
   // Step boundaries (Core only).
   void BeginStep(Outputs* out);
-  bool PopLocal(std::string* bytes);
+  bool PopLocal(PaxosMsg* msg);
   void EndStep();
 
   void set_chosen_end_source(const Learner* learner) { learner_ = learner; }
@@ -121,7 +120,7 @@ class CoreContext {
   const Learner* learner_ = nullptr;
   std::map<uint64_t, std::string> records_;
   std::map<std::string, std::string> variables_;
-  std::deque<std::string> local_;
+  std::deque<PaxosMsg> local_;
   uint64_t next_generation_ = 1;
   std::map<TimerKind, uint64_t> live_timers_;
 };
