@@ -1,0 +1,74 @@
+// Acceptor: the voting rules of Paxos Made Simple, Multi-Paxos style.
+//
+// The promised ballot belongs to the whole group: a PREPARE(b, i) that is
+// granted promises b for instance i AND every later one, and the PROMISE
+// reports every value this acceptor accepted (or knows chosen) at >= i. This
+// is what lets a proposer skip phase 1 for later instances while b stands.
+// Accepted (ballot, value) is per instance.
+//
+//   PREPARE(b, i):  i < chosen_end         -> PREPARE_REJECT (the proposer is
+//                                             behind and must catch up first)
+//                   b >= promised          -> promised = b (persisted), PROMISE
+//                   otherwise              -> PREPARE_REJECT(promised)
+//   ACCEPT(b, i, v): i known chosen        -> CHOSEN(i, chosen value)
+//                   b >= promised          -> promised = b, accepted[i] = (b, v)
+//                                             (persisted), ACCEPTED
+//                   otherwise              -> ACCEPT_REJECT(promised)
+//
+// Every state change is handed to CoreContext for persistence in the same
+// step as the reply, so the reply leaves only after it is durable.
+#ifndef CHORUS_PAXOS_ACCEPTOR_H_
+#define CHORUS_PAXOS_ACCEPTOR_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "paxos/ballot.h"
+#include "paxos/core.h"
+
+namespace chorus {
+namespace paxos {
+
+// Name of the LogStorage variable that holds the group promise (a BallotPb).
+extern const char kPromiseVariable[];
+
+class Acceptor {
+ public:
+  Acceptor(CoreContext* ctx, Learner* learner) : ctx_(ctx), learner_(learner) {}
+
+  // Recovery: the persisted promise, and the accepted state of an instance
+  // that is not chosen yet.
+  void RestorePromise(const Ballot& b) { promised_ = b; }
+  void RestoreAccepted(uint64_t instance, const Ballot& b, const std::string& value);
+
+  void OnPrepare(const PaxosMsg& msg);
+  void OnAccept(const PaxosMsg& msg);
+
+  // `instance` was applied: its state now lives in the log only.
+  void Forget(uint64_t instance) { accepted_.erase(instance); }
+
+  const Ballot& promised() const { return promised_; }
+  // The ballot this acceptor accepted at `instance` (null if none / forgotten).
+  Ballot AcceptedBallot(uint64_t instance) const;
+  // The largest ballot number found in the accepted state (recovery).
+  uint64_t MaxAcceptedNumber() const;
+
+ private:
+  void Promise(const Ballot& b);
+  void Reject(const PaxosMsg& msg, MsgType type);
+
+  CoreContext* const ctx_;
+  Learner* const learner_;
+  Ballot promised_;
+  struct Accepted {
+    Ballot ballot;
+    std::string value;
+  };
+  std::map<uint64_t, Accepted> accepted_;  // instances not applied yet
+};
+
+}  // namespace paxos
+}  // namespace chorus
+
+#endif  // CHORUS_PAXOS_ACCEPTOR_H_

@@ -1,0 +1,291 @@
+#include "paxos/core.h"
+
+#include "paxos/acceptor.h"
+#include "paxos/check.h"
+#include "paxos/learner.h"
+#include "paxos/proposer.h"
+#include "paxos/value.h"
+
+namespace chorus {
+namespace paxos {
+
+// ---- CoreContext ----
+
+CoreContext::CoreContext(const CoreOptions& options, LogStorage* log)
+    : options_(options), log_(log), rng_(options.seed) {}
+
+void CoreContext::Send(uint64_t to, PaxosMsg* msg) {
+  CHORUS_CHECK(out_ != nullptr);
+  msg->set_cluster_id(options_.cluster_id);
+  msg->set_group(options_.group);
+  msg->set_from(options_.self);
+  msg->set_chosen_end(learner_->chosen_end());
+  if (to != options_.self) out_->messages.push_back({to, msg->SerializeAsString()});
+  if (to == kBroadcast || to == options_.self) local_.push_back(*msg);
+}
+
+void CoreContext::PersistRecord(uint64_t instance, std::string record) {
+  records_[instance] = std::move(record);
+}
+
+void CoreContext::PersistVariable(const std::string& name, std::string value) {
+  variables_[name] = std::move(value);
+}
+
+void CoreContext::StartTimer(TimerKind kind, uint64_t delay_ms) {
+  CHORUS_CHECK(out_ != nullptr);
+  const uint64_t gen = next_generation_++;
+  auto it = live_timers_.find(kind);
+  if (it != live_timers_.end()) out_->cancel_timers.push_back({kind, it->second});
+  live_timers_[kind] = gen;
+  out_->timers.push_back({{kind, gen}, delay_ms});
+}
+
+void CoreContext::CancelTimer(TimerKind kind) {
+  auto it = live_timers_.find(kind);
+  if (it == live_timers_.end()) return;
+  out_->cancel_timers.push_back({kind, it->second});
+  live_timers_.erase(it);
+}
+
+bool CoreContext::IsLiveTimer(const TimerId& id) const {
+  auto it = live_timers_.find(id.kind);
+  return it != live_timers_.end() && it->second == id.generation;
+}
+
+void CoreContext::ReportError(const Status& s) { out_->errors.push_back(s); }
+
+void CoreContext::BeginStep(Outputs* out) {
+  out->Clear();
+  out_ = out;
+}
+
+bool CoreContext::PopLocal(PaxosMsg* msg) {
+  if (local_.empty()) return false;
+  *msg = std::move(local_.front());
+  local_.pop_front();
+  return true;
+}
+
+void CoreContext::EndStep() {
+  local_.clear();
+  for (auto& kv : records_) out_->persist.records.emplace_back(kv.first, std::move(kv.second));
+  for (auto& kv : variables_) out_->persist.variables.emplace_back(kv.first, std::move(kv.second));
+  records_.clear();
+  variables_.clear();
+  out_->sync = !out_->persist.empty();
+  out_ = nullptr;
+}
+
+// ---- Core ----
+
+Core::Core(const CoreOptions& options, LogStorage* log)
+    : ctx_(options, log),
+      learner_(new Learner(&ctx_)),
+      acceptor_(new Acceptor(&ctx_, learner_.get())),
+      proposer_(new Proposer(&ctx_, learner_.get(), acceptor_.get())) {
+  learner_->SetRoles(acceptor_.get(), proposer_.get());
+  ctx_.set_chosen_end_source(learner_.get());
+}
+
+Core::~Core() = default;
+
+Status Core::Open(const CoreOptions& options, LogStorage* log, std::unique_ptr<Core>* core) {
+  Status s = options.Validate();
+  if (!s.ok()) return s;
+  if (log == nullptr) return Status::InvalidArgument("Core::Open: log is null");
+  std::unique_ptr<Core> c(new Core(options, log));
+  s = c->Recover();
+  if (!s.ok()) return s;
+  *core = std::move(c);
+  return Status::OK();
+}
+
+Status Core::Recover() {
+  LogStorage* log = ctx_.log();
+  std::string bytes;
+  Status s = log->GetVariable(kPromiseVariable, &bytes);
+  if (s.ok()) {
+    BallotPb pb;
+    if (!pb.ParseFromString(bytes)) {
+      return Status::Corruption("paxos log: the promise variable does not parse");
+    }
+    acceptor_->RestorePromise(Ballot::FromPb(pb));
+  } else if (!s.IsNotFound()) {
+    return Status::Corruption("paxos log: reading the promise: " + s.ToString());
+  }
+  uint64_t min = 0, max = 0;
+  s = log->GetMinInstanceId(&min);
+  if (s.IsNotFound()) {
+    proposer_->NoteBallot(acceptor_->promised());
+    return Status::OK();
+  }
+  if (!s.ok()) return s;
+  s = log->GetMaxInstanceId(&max);
+  if (!s.ok()) return s;
+  for (uint64_t i = min; i <= max; ++i) {
+    s = log->Get(i, &bytes);
+    if (s.IsNotFound()) continue;
+    if (!s.ok()) {
+      return Status::Corruption("paxos log: record of instance " + std::to_string(i) + ": " +
+                                s.ToString());
+    }
+    InstanceRecord rec;
+    if (!rec.ParseFromString(bytes)) {
+      return Status::Corruption("paxos log: record of instance " + std::to_string(i) +
+                                " does not parse");
+    }
+    const Ballot b = Ballot::FromPb(rec.accepted_ballot());
+    proposer_->NoteBallot(b);
+    if (rec.chosen()) {
+      s = learner_->RestoreChosen(i, rec.value(), rec.checksum());
+      if (!s.ok()) return s;
+    } else if (!b.IsNull()) {
+      if (i < learner_->chosen_end()) {
+        return Status::Corruption("paxos log: instance " + std::to_string(i) +
+                                  " is below the chosen prefix but not chosen");
+      }
+      acceptor_->RestoreAccepted(i, b, rec.value());
+    }
+  }
+  proposer_->NoteBallot(acceptor_->promised());
+  return Status::OK();
+}
+
+void Core::Finish() {
+  Drain();
+  ctx_.EndStep();
+}
+
+void Core::Drain() {
+  PaxosMsg msg;
+  while (!learner_->halted() && ctx_.PopLocal(&msg)) Dispatch(msg);
+}
+
+void Core::Start(Outputs* out) {
+  ctx_.BeginStep(out);
+  learner_->Start();
+  Finish();
+}
+
+Status Core::Propose(uint64_t token, const std::string& value, Outputs* out) {
+  ctx_.BeginStep(out);
+  Status s;
+  if (learner_->halted()) {
+    s = Status::Stopped("paxos group halted");
+  } else if (value.empty()) {
+    s = Status::InvalidArgument("Propose: empty value");
+  } else if (value.size() > ctx_.options().max_value_bytes) {
+    s = Status::TooLarge("Propose: value of " + std::to_string(value.size()) +
+                         " bytes exceeds max_value_bytes");
+  } else {
+    proposer_->Propose(token, value);
+  }
+  Finish();
+  return s;
+}
+
+void Core::Cancel(uint64_t token, Outputs* out) {
+  ctx_.BeginStep(out);
+  proposer_->Cancel(token);
+  Finish();
+}
+
+Status Core::OnMessage(const std::string& bytes, Outputs* out) {
+  ctx_.BeginStep(out);
+  Status s;
+  PaxosMsg msg;
+  const CoreOptions& o = ctx_.options();
+  if (learner_->halted()) {
+    s = Status::Stopped("paxos group halted");
+  } else if (!msg.ParseFromString(bytes) || msg.type() == MSG_UNKNOWN) {
+    ctx_.stats()->garbage_messages++;
+    s = Status::Corruption("paxos: a message that does not parse");
+  } else if (msg.cluster_id() != o.cluster_id || msg.group() != o.group ||
+             msg.from() == o.self || !o.IsMember(msg.from())) {
+    ctx_.stats()->foreign_messages++;
+    s = Status::InvalidArgument("paxos: message of cluster " + std::to_string(msg.cluster_id()) +
+                                " group " + std::to_string(msg.group()) + " from node " +
+                                std::to_string(msg.from()) + " dropped");
+  } else {
+    Dispatch(msg);
+  }
+  Finish();
+  return s;
+}
+
+void Core::OnTimeout(const TimerId& id, Outputs* out) {
+  ctx_.BeginStep(out);
+  if (!learner_->halted() && ctx_.IsLiveTimer(id)) {
+    ctx_.CancelTimer(id.kind);  // it fired: no longer live
+    out->cancel_timers.clear();
+    if (id.kind == TimerKind::kLearn) {
+      learner_->OnTick();
+    } else {
+      proposer_->OnTimeout(id.kind);
+    }
+  }
+  Finish();
+}
+
+void Core::Dispatch(const PaxosMsg& msg) {
+  const bool from_peer = msg.from() != ctx_.options().self;
+  const bool reject = msg.type() == PREPARE_REJECT || msg.type() == ACCEPT_REJECT;
+  if (from_peer) learner_->NotePeer(msg.from(), msg.chosen_end(), reject);
+  switch (msg.type()) {
+    case PREPARE:
+      proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
+      acceptor_->OnPrepare(msg);
+      break;
+    case ACCEPT:
+      proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
+      acceptor_->OnAccept(msg);
+      break;
+    case PROMISE:
+      proposer_->OnPromise(msg);
+      break;
+    case PREPARE_REJECT:
+    case ACCEPT_REJECT:
+      proposer_->OnReject(msg);
+      break;
+    case ACCEPTED:
+      proposer_->OnAccepted(msg);
+      break;
+    case CHOSEN:
+      learner_->OnChosen(msg);
+      break;
+    case ASK_LEARN:
+    case CONFIRM_LEARN:
+      learner_->OnAskLearn(msg);
+      break;
+    case LEARN_VALUES:
+      learner_->OnLearnValues(msg);
+      break;
+    default:
+      ctx_.stats()->garbage_messages++;
+      break;
+  }
+}
+
+uint64_t Core::chosen_end() const { return learner_->chosen_end(); }
+bool Core::halted() const { return learner_->halted(); }
+Ballot Core::promised() const { return acceptor_->promised(); }
+
+Status Core::ReadChosen(uint64_t instance, ChosenValue* value) {
+  std::string bytes;
+  uint32_t checksum = 0;
+  Status s = learner_->Applied(instance, &bytes, &checksum);
+  if (!s.ok()) return s;
+  uint64_t proposer = 0, id = 0;
+  *value = ChosenValue();
+  value->instance = instance;
+  if (!DecodeValue(bytes, &proposer, &id, &value->value)) {
+    return Status::Corruption("paxos log: instance " + std::to_string(instance) +
+                              " holds no value envelope");
+  }
+  value->noop = value->value.empty();
+  return Status::OK();
+}
+
+}  // namespace paxos
+}  // namespace chorus

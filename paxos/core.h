@@ -1,0 +1,198 @@
+// Core: the Multi-Paxos protocol of ONE group on ONE node, as a deterministic
+// state machine. It has no threads, sockets, clock, files or randomness of its
+// own: the runtime (node/) or the simulation (unittest/sim) feeds it inputs
+// and executes the Outputs each input returns.
+//
+// Roles (each in its own file): Acceptor (acceptor.h: promise / accept rules
+// of Paxos Made Simple, with ONE promised ballot for the whole group),
+// Proposer (proposer.h: phase 1 / phase 2 with a majority, adoption of
+// accepted values, randomised backoff, pipelining, the phase-1-skipping fast
+// path), Learner (learner.h: chosen notices, catch-up, chained checksums,
+// in-order delivery).
+//
+// How a runtime drives a Core
+// ---------------------------
+//   std::unique_ptr<Core> core;
+//   Status s = Core::Open(options, log, &core);   // recovers from `log`
+//   Outputs out;
+//   core->Start(&out);  Execute(out);             // arms the learn timer
+//   loop: for each input (a Propose, a message from the transport, a timer
+//   firing, a Cancel) call the matching method with a fresh `out`, then
+//   Execute(out) before feeding the next input.
+//
+// Execute(out) MUST do, in this order:
+//   1. persist: log->Write(out.persist, out.sync) when !out.persist.empty().
+//      If the write fails the group must stop (drop the Core; it may be
+//      reopened from the log later): nothing of this step may be sent/applied.
+//      This ordering is what makes "a promise or accept is answered only once
+//      it is durable" true.
+//   2. send every out.messages entry (kBroadcast: every other member);
+//   3. apply out.chosen to the state machines in order, then wake the
+//      waiters of out.finished;
+//   4. start out.timers (call OnTimeout(id) after delay_ms on a monotonic
+//      clock) and optionally cancel out.cancel_timers.
+//   out.errors are reports (log them); they need no action.
+//
+// Every input method clears *out first, so an Outputs object can be reused.
+//
+// Thread safety: none. One group = one thread (the group's event loop) calls
+// every method. The borrowed LogStorage is only read by the core (recovery,
+// serving catch-up of values evicted from its cache); all writes are outputs.
+//
+// Messages to self: the core handles its own prepare/accept/chosen messages
+// internally within the same step; the runtime never sees them.
+//
+// Values: the core wraps each proposed value in an envelope (proposer id,
+// proposal id, bytes); the envelope is what is replicated and checksummed.
+// Empty application values are not allowed: an empty envelope payload marks a
+// noop filler the core may choose to close a gap (ChosenValue::noop).
+#ifndef CHORUS_PAXOS_CORE_H_
+#define CHORUS_PAXOS_CORE_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "chorus/log_storage.h"
+#include "chorus/status.h"
+#include "paxos/ballot.h"
+#include "paxos/options.h"
+#include "paxos/outputs.h"
+#include "paxos/random.h"
+
+namespace chorus {
+namespace paxos {
+
+class Acceptor;
+class Learner;
+class Proposer;
+
+// Counters, for tests and metrics.
+struct CoreStats {
+  uint64_t garbage_messages = 0;  // failed to parse (dropped)
+  uint64_t foreign_messages = 0;  // other cluster/group or non-member (dropped)
+  uint64_t prepares_started = 0;  // phase 1 rounds this proposer began
+  uint64_t fast_accepts = 0;      // proposals sent straight to phase 2
+  uint64_t catchup_requests = 0;  // ASK_LEARN / CONFIRM_LEARN sent
+};
+
+// State shared by the roles of one core during one step. Internal.
+class CoreContext {
+ public:
+  CoreContext(const CoreOptions& options, LogStorage* log);
+
+  const CoreOptions& options() const { return options_; }
+  LogStorage* log() const { return log_; }
+  Rng* rng() { return &rng_; }
+  CoreStats* stats() { return &stats_; }
+  Outputs* out() { return out_; }
+
+  // Fills the header (cluster, group, from, chosen_end) and queues `msg` for
+  // `to` (kBroadcast: every other member AND this node). Messages to self are
+  // delivered within the current step.
+  void Send(uint64_t to, PaxosMsg* msg);
+  // Records the state of `instance` to persist at the end of the step (the
+  // last one recorded for an instance wins).
+  void PersistRecord(uint64_t instance, std::string record);
+  void PersistVariable(const std::string& name, std::string value);
+  // Starts timer `kind`, superseding the running one of that kind.
+  void StartTimer(TimerKind kind, uint64_t delay_ms);
+  void CancelTimer(TimerKind kind);
+  // True when `id` is the live timer of its kind (not superseded/cancelled).
+  bool IsLiveTimer(const TimerId& id) const;
+  void ReportError(const Status& s);
+
+  // Step boundaries (Core only).
+  void BeginStep(Outputs* out);
+  bool PopLocal(PaxosMsg* msg);
+  void EndStep();
+
+  void set_chosen_end_source(const Learner* learner) { learner_ = learner; }
+
+ private:
+  const CoreOptions options_;
+  LogStorage* const log_;
+  Rng rng_;
+  CoreStats stats_;
+  Outputs* out_ = nullptr;
+  const Learner* learner_ = nullptr;
+  std::map<uint64_t, std::string> records_;
+  std::map<std::string, std::string> variables_;
+  std::deque<PaxosMsg> local_;
+  uint64_t next_generation_ = 1;
+  std::map<TimerKind, uint64_t> live_timers_;
+};
+
+class Core {
+ public:
+  // Validates `options` (InvalidArgument on a bad one), then recovers the
+  // acceptor's promise, every accepted value and the chosen prefix from `log`
+  // (which must outlive the Core). A record or variable that fails its storage
+  // checksum or does not parse, or a broken checksum chain, returns
+  // Corruption naming the instance: the group must not start.
+  static Status Open(const CoreOptions& options, LogStorage* log,
+                     std::unique_ptr<Core>* core);
+  ~Core();
+
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  // First step after Open: arms the learn timer (which also catches up a
+  // node that restarted behind its peers).
+  void Start(Outputs* out);
+
+  // Proposes `value` under the caller's `token` (REQUIRES: unique among this
+  // Core's unfinished proposals). The value is chosen at some instance
+  // (re-proposed at a later instance whenever another value takes the one it
+  // tried) until it is chosen or cancelled; the end is reported once as a
+  // ProposalResult, and the value appears in Outputs::chosen with ours = true.
+  // Returns InvalidArgument (empty value), TooLarge (> max_value_bytes) or
+  // Stopped (core halted); then nothing was queued.
+  Status Propose(uint64_t token, const std::string& value, Outputs* out);
+
+  // Gives up proposal `token`. If its value is not being voted on it ends at
+  // once with Stopped; if it is, it ends when that instance is decided: ok if
+  // it was chosen there after all, Stopped otherwise. Unknown tokens: no-op.
+  void Cancel(uint64_t token, Outputs* out);
+
+  // A message from a peer. Returns Corruption for bytes that do not parse,
+  // InvalidArgument for a message of another cluster/group or from a
+  // non-member; both are dropped and counted in stats(). Stopped when halted.
+  Status OnMessage(const std::string& bytes, Outputs* out);
+
+  // A timer started by an earlier step fired. Superseded timers are ignored.
+  void OnTimeout(const TimerId& id, Outputs* out);
+
+  // Instances [0, chosen_end()) are chosen and have been emitted (by this Core
+  // object, or before it was opened: see ReadChosen).
+  uint64_t chosen_end() const;
+  // Reads the chosen value of `instance` < chosen_end() (e.g. to replay the
+  // log into a state machine after a restart). Returns NotFound if it is not
+  // chosen here or was trimmed, Corruption if its record is bad.
+  Status ReadChosen(uint64_t instance, ChosenValue* value);
+
+  // True once a checksum mismatch or conflicting chosen value was seen: the
+  // core refuses every further input (Stopped) and applies nothing more.
+  bool halted() const;
+  Ballot promised() const;
+  const CoreStats& stats() const { return *ctx_.stats(); }
+
+ private:
+  explicit Core(const CoreOptions& options, LogStorage* log);
+  Status Recover();
+  void Dispatch(const PaxosMsg& msg);
+  void Drain();
+  void Finish();
+
+  mutable CoreContext ctx_;
+  std::unique_ptr<Learner> learner_;
+  std::unique_ptr<Acceptor> acceptor_;
+  std::unique_ptr<Proposer> proposer_;
+};
+
+}  // namespace paxos
+}  // namespace chorus
+
+#endif  // CHORUS_PAXOS_CORE_H_

@@ -1,0 +1,249 @@
+#include "paxos/learner.h"
+
+#include "paxos/acceptor.h"
+#include "paxos/proposer.h"
+#include "paxos/value.h"
+#include "utils/crc32c.h"
+
+namespace chorus {
+namespace paxos {
+
+Status Learner::RestoreChosen(uint64_t instance, const std::string& value, uint32_t checksum) {
+  if (chosen_end_ == 0 && instance > 0 && last_checksum_ == 0) {
+    // The log below `instance` was trimmed: the chain restarts from the
+    // stored checksum.
+    chosen_end_ = instance;
+  } else {
+    if (instance != chosen_end_) {
+      return Status::Corruption("paxos log: chosen instance " + std::to_string(instance) +
+                                " follows a gap at " + std::to_string(chosen_end_));
+    }
+    uint32_t expect = crc32c::Extend(last_checksum_, value.data(), value.size());
+    if (expect != checksum) {
+      return Status::Corruption("paxos log: chained checksum mismatch at instance " +
+                                std::to_string(instance));
+    }
+  }
+  chosen_end_ = instance + 1;
+  last_checksum_ = checksum;
+  last_tick_end_ = chosen_end_;
+  return Status::OK();
+}
+
+void Learner::Start() { ctx_->StartTimer(TimerKind::kLearn, ctx_->options().learn_interval_ms); }
+
+void Learner::Halt(const Status& s) {
+  halted_ = true;
+  ctx_->ReportError(s);
+}
+
+void Learner::Learn(uint64_t instance, const std::string& value) {
+  if (halted_) return;
+  if (instance < chosen_end_) {
+    auto it = cache_.find(instance);
+    if (it != cache_.end() && it->second.first != value) {
+      Halt(Status::Corruption("paxos: conflicting chosen values at instance " +
+                              std::to_string(instance)));
+    }
+    return;
+  }
+  auto it = pending_.find(instance);
+  if (it != pending_.end()) {
+    if (it->second != value) {
+      Halt(Status::Corruption("paxos: conflicting chosen values at instance " +
+                              std::to_string(instance)));
+    }
+    return;
+  }
+  pending_.emplace(instance, value);
+  Advance();
+}
+
+void Learner::Advance() {
+  while (!halted_) {
+    auto it = pending_.find(chosen_end_);
+    if (it == pending_.end()) break;
+    std::string value = std::move(it->second);
+    pending_.erase(it);
+    ApplyOne(chosen_end_, value);
+  }
+}
+
+void Learner::Cache(uint64_t instance, const std::string& value, uint32_t checksum) {
+  cache_[instance] = {value, checksum};
+  while (cache_.size() > ctx_->options().chosen_cache_size) cache_.erase(cache_.begin());
+}
+
+void Learner::ApplyOne(uint64_t instance, const std::string& value) {
+  const uint32_t checksum = crc32c::Extend(last_checksum_, value.data(), value.size());
+  InstanceRecord rec;
+  acceptor_->AcceptedBallot(instance).ToPb(rec.mutable_accepted_ballot());
+  rec.set_value(value);
+  rec.set_chosen(true);
+  rec.set_checksum(checksum);
+  ctx_->PersistRecord(instance, rec.SerializeAsString());
+  Cache(instance, value, checksum);
+  acceptor_->Forget(instance);
+  chosen_end_ = instance + 1;
+  last_checksum_ = checksum;
+
+  paxos::ChosenValue out;
+  out.instance = instance;
+  uint64_t proposer = 0, id = 0;
+  if (!DecodeValue(value, &proposer, &id, &out.value)) {
+    // Only envelopes are ever proposed; anything else is a bug or an attack
+    // that got past a majority. Refuse to go on.
+    Halt(Status::Corruption("paxos: chosen value at instance " + std::to_string(instance) +
+                            " is not a value envelope"));
+    return;
+  }
+  out.noop = out.value.empty();
+  const size_t slot = ctx_->out()->chosen.size();
+  ctx_->out()->chosen.push_back(std::move(out));
+  uint64_t token = 0;
+  if (proposer_->OnApplied(instance, value, &token)) {
+    ctx_->out()->chosen[slot].ours = true;
+    ctx_->out()->chosen[slot].token = token;
+  }
+}
+
+Status Learner::Applied(uint64_t instance, std::string* value, uint32_t* checksum) {
+  if (instance >= chosen_end_) return Status::NotFound("instance not applied");
+  auto it = cache_.find(instance);
+  if (it != cache_.end()) {
+    *value = it->second.first;
+    *checksum = it->second.second;
+    return Status::OK();
+  }
+  std::string bytes;
+  Status s = ctx_->log()->Get(instance, &bytes);
+  if (!s.ok()) return s;
+  InstanceRecord rec;
+  if (!rec.ParseFromString(bytes) || !rec.chosen()) {
+    return Status::Corruption("paxos log: bad chosen record at instance " +
+                              std::to_string(instance));
+  }
+  *value = rec.value();
+  *checksum = rec.checksum();
+  return Status::OK();
+}
+
+Status Learner::ChosenValue(uint64_t instance, std::string* value) {
+  auto it = pending_.find(instance);
+  if (it != pending_.end()) {
+    *value = it->second;
+    return Status::OK();
+  }
+  uint32_t checksum = 0;
+  return Applied(instance, value, &checksum);
+}
+
+void Learner::Ask(uint64_t peer, MsgType type) {
+  PaxosMsg msg;
+  msg.set_type(type);
+  msg.set_instance(chosen_end_);
+  ctx_->Send(peer, &msg);
+  ask_outstanding_ = true;
+  ctx_->stats()->catchup_requests++;
+}
+
+void Learner::NotePeer(uint64_t peer, uint64_t peer_chosen_end, bool urgent) {
+  if (peer_chosen_end > peer_best_end_) {
+    peer_best_end_ = peer_chosen_end;
+    peer_best_ = peer;
+  }
+  if (halted_ || ask_outstanding_ || peer_chosen_end <= chosen_end_) return;
+  if (urgent || peer_chosen_end - chosen_end_ > ctx_->options().max_inflight) {
+    Ask(peer, ASK_LEARN);
+  }
+}
+
+void Learner::OnAskLearn(const PaxosMsg& msg) {
+  const CoreOptions& o = ctx_->options();
+  PaxosMsg reply;
+  reply.set_type(LEARN_VALUES);
+  reply.set_instance(msg.instance());
+  size_t bytes = 0;
+  for (uint64_t i = msg.instance(); i < chosen_end_; ++i) {
+    if (static_cast<size_t>(reply.learned_size()) >= o.catchup_batch_count) break;
+    if (reply.learned_size() > 0 && bytes >= o.catchup_batch_bytes) break;
+    std::string value;
+    uint32_t checksum = 0;
+    if (!Applied(i, &value, &checksum).ok()) break;
+    bytes += value.size();
+    LearnedEntry* e = reply.add_learned();
+    e->set_instance(i);
+    e->set_value(value);
+    e->set_checksum(checksum);
+  }
+  if (reply.learned_size() == 0) return;
+  ctx_->Send(msg.from(), &reply);
+}
+
+void Learner::OnLearnValues(const PaxosMsg& msg) {
+  if (halted_) return;
+  const uint64_t before = chosen_end_;
+  for (const LearnedEntry& e : msg.learned()) {
+    if (e.instance() < chosen_end_) continue;
+    if (e.instance() > chosen_end_) break;
+    const std::string& value = e.value();
+    const uint32_t expect = crc32c::Extend(last_checksum_, value.data(), value.size());
+    if (expect != e.checksum()) {
+      Halt(Status::Corruption("paxos: chained checksum mismatch at instance " +
+                              std::to_string(e.instance()) + " from node " +
+                              std::to_string(msg.from()) + ": the replicas diverged"));
+      return;
+    }
+    auto it = pending_.find(e.instance());
+    if (it != pending_.end()) {
+      if (it->second != value) {
+        Halt(Status::Corruption("paxos: conflicting chosen values at instance " +
+                                std::to_string(e.instance())));
+        return;
+      }
+      pending_.erase(it);
+    }
+    ApplyOne(e.instance(), value);
+    if (halted_) return;
+  }
+  Advance();
+  if (!halted_ && chosen_end_ > before && msg.chosen_end() > chosen_end_) {
+    Ask(msg.from(), CONFIRM_LEARN);
+  } else {
+    ask_outstanding_ = false;
+  }
+}
+
+void Learner::OnTick() {
+  Start();
+  if (halted_) return;
+  const bool progress = chosen_end_ != last_tick_end_;
+  last_tick_end_ = chosen_end_;
+  ask_outstanding_ = false;
+  if (progress) {
+    stuck_ticks_ = 0;
+    return;
+  }
+  if (peer_best_end_ > chosen_end_) {
+    Ask(peer_best_, ASK_LEARN);
+  } else {
+    // Nobody told us they are ahead; probe a random peer (a node that
+    // restarted into an idle cluster learns this way).
+    const auto& members = ctx_->options().members;
+    if (members.size() > 1) {
+      uint64_t peer = ctx_->options().self;
+      while (peer == ctx_->options().self) peer = members[ctx_->rng()->Uniform(members.size())];
+      Ask(peer, ASK_LEARN);
+    }
+  }
+  peer_best_end_ = 0;
+  if (!pending_.empty() && ++stuck_ticks_ >= 2) {
+    // Values beyond a gap are chosen but the gap is not: have the proposer
+    // run phase 1, which fills it (with an accepted value or a noop).
+    stuck_ticks_ = 0;
+    proposer_->Unstick();
+  }
+}
+
+}  // namespace paxos
+}  // namespace chorus

@@ -1,0 +1,90 @@
+// Learner: turns chosen notices and catch-up streams into chosen values
+// emitted in instance order, exactly once each.
+//
+// Chained checksum: checksum(i) = crc32c::Extend(checksum(i-1), value(i)),
+// checksum(-1) = 0, computed when instance i is applied in order and stored in
+// its record. Catch-up entries carry the sender's checksum; a mismatch halts
+// the learner (nothing more is applied) and reports Corruption.
+//
+// Catch-up is pulled: ASK_LEARN(from) to a peer that is ahead (or, on each
+// idle learn tick, to a random peer), the peer answers LEARN_VALUES with a
+// bounded batch, and the learner asks for the next batch with CONFIRM_LEARN
+// while the peer says it has more.
+#ifndef CHORUS_PAXOS_LEARNER_H_
+#define CHORUS_PAXOS_LEARNER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "paxos/core.h"
+
+namespace chorus {
+namespace paxos {
+
+class Learner {
+ public:
+  explicit Learner(CoreContext* ctx) : ctx_(ctx) {}
+  void SetRoles(Acceptor* acceptor, Proposer* proposer) {
+    acceptor_ = acceptor;
+    proposer_ = proposer;
+  }
+
+  // Recovery, in instance order: `instance` is chosen with `value` and its
+  // stored chained checksum. Returns Corruption if the chain breaks.
+  Status RestoreChosen(uint64_t instance, const std::string& value, uint32_t checksum);
+
+  // Arms the learn timer.
+  void Start();
+
+  // `value` is chosen at `instance` (from any source). Applies every value
+  // that is now contiguous. A different value for an instance already known
+  // chosen halts the learner (a safety violation).
+  void Learn(uint64_t instance, const std::string& value);
+
+  void OnChosen(const PaxosMsg& msg) { Learn(msg.instance(), msg.value()); }
+  void OnAskLearn(const PaxosMsg& msg);
+  void OnLearnValues(const PaxosMsg& msg);
+  void OnTick();
+  // Every peer message reports its sender's chosen_end. `urgent`: ask at once
+  // if the peer is ahead at all (else only when far ahead).
+  void NotePeer(uint64_t peer, uint64_t peer_chosen_end, bool urgent);
+
+  uint64_t chosen_end() const { return chosen_end_; }
+  bool halted() const { return halted_; }
+  bool IsChosen(uint64_t instance) const {
+    return instance < chosen_end_ || pending_.count(instance) != 0;
+  }
+  // Chosen values beyond a gap, not applied yet.
+  const std::map<uint64_t, std::string>& pending() const { return pending_; }
+  // The chosen envelope of `instance` (applied or pending).
+  Status ChosenValue(uint64_t instance, std::string* value);
+  // The value and chained checksum of an applied instance (cache, else log).
+  Status Applied(uint64_t instance, std::string* value, uint32_t* checksum);
+
+ private:
+  void Advance();
+  void ApplyOne(uint64_t instance, const std::string& value);
+  void Ask(uint64_t peer, MsgType type);
+  void Halt(const Status& s);
+  void Cache(uint64_t instance, const std::string& value, uint32_t checksum);
+
+  CoreContext* const ctx_;
+  Acceptor* acceptor_ = nullptr;
+  Proposer* proposer_ = nullptr;
+  uint64_t chosen_end_ = 0;
+  uint32_t last_checksum_ = 0;
+  bool halted_ = false;
+  std::map<uint64_t, std::string> pending_;
+  std::map<uint64_t, std::pair<std::string, uint32_t>> cache_;  // bounded
+  uint64_t peer_best_ = 0;
+  uint64_t peer_best_end_ = 0;
+  bool ask_outstanding_ = false;
+  uint64_t last_tick_end_ = 0;
+  int stuck_ticks_ = 0;
+};
+
+}  // namespace paxos
+}  // namespace chorus
+
+#endif  // CHORUS_PAXOS_LEARNER_H_

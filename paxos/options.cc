@@ -1,0 +1,47 @@
+#include "paxos/options.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+namespace chorus {
+namespace paxos {
+
+bool CoreOptions::IsMember(uint64_t id) const {
+  return std::find(members.begin(), members.end(), id) != members.end();
+}
+
+Status CoreOptions::Validate() const {
+  if (members.empty()) return Status::InvalidArgument("CoreOptions.members is empty");
+  std::set<uint64_t> seen;
+  for (uint64_t m : members) {
+    if (m == 0) return Status::InvalidArgument("CoreOptions.members holds node id 0");
+    if (!seen.insert(m).second) {
+      return Status::InvalidArgument("CoreOptions.members holds node id " + std::to_string(m) +
+                                     " twice");
+    }
+  }
+  if (self == 0) return Status::InvalidArgument("CoreOptions.self is 0");
+  if (!IsMember(self)) {
+    return Status::InvalidArgument("CoreOptions.self " + std::to_string(self) +
+                                   " is not in members");
+  }
+  if (max_inflight < 1) return Status::InvalidArgument("CoreOptions.max_inflight must be >= 1");
+  if (prepare_timeout_ms < 1) {
+    return Status::InvalidArgument("CoreOptions.prepare_timeout_ms must be >= 1");
+  }
+  if (accept_timeout_ms < 1) {
+    return Status::InvalidArgument("CoreOptions.accept_timeout_ms must be >= 1");
+  }
+  if (learn_interval_ms < 1) {
+    return Status::InvalidArgument("CoreOptions.learn_interval_ms must be >= 1");
+  }
+  if (max_value_bytes < 1) return Status::InvalidArgument("CoreOptions.max_value_bytes must be >= 1");
+  if (catchup_batch_count < 1) {
+    return Status::InvalidArgument("CoreOptions.catchup_batch_count must be >= 1");
+  }
+  return Status::OK();
+}
+
+}  // namespace paxos
+}  // namespace chorus

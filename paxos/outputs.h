@@ -1,0 +1,89 @@
+// Outputs: everything one input step of the core asks the runtime to do.
+#ifndef CHORUS_PAXOS_OUTPUTS_H_
+#define CHORUS_PAXOS_OUTPUTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chorus/log_storage.h"
+#include "chorus/status.h"
+
+namespace chorus {
+namespace paxos {
+
+// The timers of the core. A timer is identified by its kind and a generation;
+// starting a kind again supersedes the earlier one, and a superseded timer
+// that still fires is ignored by OnTimeout (so cancelling is only an
+// optimisation for the runtime).
+enum class TimerKind : uint8_t {
+  kPrepare = 1,  // phase 1 timeout
+  kAccept = 2,   // phase 2 timeout
+  kBackoff = 3,  // randomised wait before retrying phase 1
+  kLearn = 4,    // periodic learner check (catch-up)
+};
+
+struct TimerId {
+  TimerKind kind = TimerKind::kLearn;
+  uint64_t generation = 0;
+  bool operator==(const TimerId& o) const { return kind == o.kind && generation == o.generation; }
+};
+
+struct TimerStart {
+  TimerId id;
+  uint64_t delay_ms = 0;  // fire OnTimeout(id) after this long (monotonic clock)
+};
+
+// Node id 0 is never a member: a message to kBroadcast goes to every member
+// except this node.
+constexpr uint64_t kBroadcast = 0;
+
+struct OutMessage {
+  uint64_t to = kBroadcast;
+  std::string bytes;  // a serialized PaxosMsg; pass it to the peer's OnMessage
+};
+
+// A chosen value, ready to be applied. They come out in instance order,
+// exactly once each (per Core object; see Core::ReadChosen for replay).
+struct ChosenValue {
+  uint64_t instance = 0;
+  // A filler the core chose to close a gap in the log: there is no
+  // application value; skip it (its instance id is still used).
+  bool noop = false;
+  std::string value;     // the proposer's bytes (empty for a noop)
+  bool ours = false;     // proposed through this Core object's Propose()
+  uint64_t token = 0;    // the Propose() token, valid when ours
+};
+
+// The end of a proposal: ok with the instance its value was chosen at, or
+// Stopped when it was cancelled before its value was chosen.
+struct ProposalResult {
+  uint64_t token = 0;
+  uint64_t instance = 0;  // valid when status.ok()
+  Status status;
+};
+
+struct Outputs {
+  // 1. Persist: write `persist` with `sync` and wait until it is durable.
+  LogWriteBatch persist;
+  bool sync = false;
+  // 2. Send (best effort, any order).
+  std::vector<OutMessage> messages;
+  // 3. Apply, in this order.
+  std::vector<ChosenValue> chosen;
+  // Proposals that ended in this step (after their value is in `chosen`).
+  std::vector<ProposalResult> finished;
+  // 4. Timers.
+  std::vector<TimerStart> timers;
+  std::vector<TimerId> cancel_timers;
+  // Problems the core found (e.g. a checksum mismatch during catch-up: the
+  // core has halted). For the runtime to log / surface; nothing to execute.
+  std::vector<Status> errors;
+
+  void Clear() { *this = Outputs(); }
+};
+
+}  // namespace paxos
+}  // namespace chorus
+
+#endif  // CHORUS_PAXOS_OUTPUTS_H_

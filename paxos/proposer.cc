@@ -1,0 +1,254 @@
+#include "paxos/proposer.h"
+
+#include <algorithm>
+
+#include "paxos/acceptor.h"
+#include "paxos/learner.h"
+#include "paxos/value.h"
+
+namespace chorus {
+namespace paxos {
+
+void Proposer::Propose(uint64_t token, const std::string& data) {
+  Proposal p;
+  p.token = token;
+  uint64_t id = ctx_->rng()->Next();
+  p.envelope = EncodeValue(ctx_->options().self, id, data);
+  queue_.push_back(std::move(p));
+  Drive();
+}
+
+void Proposer::Cancel(uint64_t token) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->token == token) {
+      queue_.erase(it);
+      ctx_->out()->finished.push_back({token, 0, Status::Stopped("proposal cancelled")});
+      return;
+    }
+  }
+  for (auto& kv : slots_) {
+    if (kv.second.has_own && kv.second.own.token == token) kv.second.own.cancelled = true;
+  }
+}
+
+bool Proposer::HasUnchosenSlot() const {
+  for (const auto& kv : slots_) {
+    if (!kv.second.chosen_sent) return true;
+  }
+  return false;
+}
+
+void Proposer::ArmAcceptTimer() {
+  if (HasUnchosenSlot()) {
+    ctx_->StartTimer(TimerKind::kAccept, ctx_->options().accept_timeout_ms);
+    accept_timer_armed_ = true;
+  } else if (accept_timer_armed_) {
+    ctx_->CancelTimer(TimerKind::kAccept);
+    accept_timer_armed_ = false;
+  }
+}
+
+void Proposer::Drive() {
+  if (learner_->halted()) return;
+  next_instance_ = std::max(next_instance_, learner_->chosen_end());
+  if (phase_ == Phase::kIdle) {
+    if (HasWork()) StartPrepare();
+    return;
+  }
+  if (phase_ != Phase::kPrepared) return;
+  const bool was_armed = accept_timer_armed_ && HasUnchosenSlot();
+  bool sent = false;
+  while (!queue_.empty() && slots_.size() < ctx_->options().max_inflight) {
+    const uint64_t instance = next_instance_++;
+    if (learner_->IsChosen(instance) || slots_.count(instance) != 0) continue;
+    Slot& slot = slots_[instance];
+    slot.own = std::move(queue_.front());
+    queue_.pop_front();
+    slot.has_own = true;
+    slot.value = slot.own.envelope;
+    SendAccept(instance, &slot);
+    ctx_->stats()->fast_accepts++;
+    sent = true;
+  }
+  if (sent && !was_armed) ArmAcceptTimer();
+}
+
+void Proposer::StartPrepare() {
+  phase_ = Phase::kPreparing;
+  max_number_ = std::max(max_number_, acceptor_->promised().number);
+  ballot_ = Ballot(++max_number_, ctx_->options().self);
+  prepare_from_ = learner_->chosen_end();
+  promised_by_.clear();
+  adopted_.clear();
+  chosen_reported_.clear();
+  ctx_->stats()->prepares_started++;
+  if (accept_timer_armed_) {
+    ctx_->CancelTimer(TimerKind::kAccept);
+    accept_timer_armed_ = false;
+  }
+  ctx_->StartTimer(TimerKind::kPrepare, ctx_->options().prepare_timeout_ms);
+  PaxosMsg msg;
+  msg.set_type(PREPARE);
+  msg.set_instance(prepare_from_);
+  ballot_.ToPb(msg.mutable_ballot());
+  ctx_->Send(kBroadcast, &msg);
+}
+
+void Proposer::OnPromise(const PaxosMsg& msg) {
+  if (phase_ != Phase::kPreparing || Ballot::FromPb(msg.ballot()) != ballot_ ||
+      msg.instance() != prepare_from_) {
+    return;  // a stale reply
+  }
+  if (!promised_by_.insert(msg.from()).second) return;  // duplicate
+  for (const AcceptedEntry& e : msg.accepted()) {
+    if (e.chosen()) {
+      chosen_reported_[e.instance()] = e.value();
+      continue;
+    }
+    const Ballot b = Ballot::FromPb(e.ballot());
+    NoteBallot(b);
+    auto it = adopted_.find(e.instance());
+    if (it == adopted_.end() || it->second.ballot < b) adopted_[e.instance()] = {b, e.value()};
+  }
+  if (promised_by_.size() >= ctx_->options().Majority()) OnPrepared();
+}
+
+void Proposer::OnPrepared() {
+  ctx_->CancelTimer(TimerKind::kPrepare);
+  // Values a promise reported as chosen need no vote: learn them. (Copied
+  // first: learning applies values, which calls back into OnApplied. The
+  // phase is still kPreparing, so Drive() sends nothing meanwhile: no
+  // instance may get an ACCEPT before adoption below decided its value.)
+  std::map<uint64_t, std::string> chosen;
+  chosen.swap(chosen_reported_);
+  for (const auto& kv : chosen) learner_->Learn(kv.first, kv.second);
+  if (learner_->halted() || phase_ != Phase::kPreparing) return;
+  phase_ = Phase::kPrepared;
+  unstick_ = false;
+
+  uint64_t end = std::max(next_instance_, prepare_from_);
+  if (!adopted_.empty()) end = std::max(end, adopted_.rbegin()->first + 1);
+  if (!slots_.empty()) end = std::max(end, slots_.rbegin()->first + 1);
+  if (!learner_->pending().empty()) end = std::max(end, learner_->pending().rbegin()->first + 1);
+  const uint64_t begin = std::max(prepare_from_, learner_->chosen_end());
+  for (uint64_t i = begin; i < end; ++i) {
+    if (learner_->IsChosen(i)) continue;
+    Slot& slot = slots_[i];
+    auto a = adopted_.find(i);
+    if (a != adopted_.end()) {
+      slot.value = a->second.value;
+    } else if (slot.has_own) {
+      slot.value = slot.own.envelope;
+    } else if (!queue_.empty()) {
+      slot.own = std::move(queue_.front());
+      queue_.pop_front();
+      slot.has_own = true;
+      slot.value = slot.own.envelope;
+    } else {
+      slot.value = EncodeValue(ctx_->options().self, ctx_->rng()->Next(), std::string());
+    }
+    SendAccept(i, &slot);
+  }
+  adopted_.clear();
+  next_instance_ = std::max(next_instance_, end);
+  ArmAcceptTimer();
+  Drive();
+}
+
+void Proposer::SendAccept(uint64_t instance, Slot* slot) {
+  slot->ballot = ballot_;
+  slot->accepted_by.clear();
+  slot->chosen_sent = false;
+  PaxosMsg msg;
+  msg.set_type(ACCEPT);
+  msg.set_instance(instance);
+  ballot_.ToPb(msg.mutable_ballot());
+  msg.set_value(slot->value);
+  ctx_->Send(kBroadcast, &msg);
+}
+
+void Proposer::OnAccepted(const PaxosMsg& msg) {
+  if (phase_ != Phase::kPrepared || Ballot::FromPb(msg.ballot()) != ballot_) return;
+  auto it = slots_.find(msg.instance());
+  if (it == slots_.end()) return;
+  Slot& slot = it->second;
+  if (slot.ballot != ballot_ || slot.chosen_sent) return;
+  slot.accepted_by.insert(msg.from());
+  if (slot.accepted_by.size() < ctx_->options().Majority()) return;
+  slot.chosen_sent = true;
+  PaxosMsg notice;
+  notice.set_type(CHOSEN);
+  notice.set_instance(msg.instance());
+  ballot_.ToPb(notice.mutable_ballot());
+  notice.set_value(slot.value);
+  ctx_->Send(kBroadcast, &notice);  // reaches our own learner this step too
+  ArmAcceptTimer();                 // progress: restart (or stop) the clock
+}
+
+void Proposer::OnReject(const PaxosMsg& msg) {
+  NoteBallot(Ballot::FromPb(msg.promised()));
+  if (Ballot::FromPb(msg.ballot()) != ballot_) return;
+  if (phase_ == Phase::kPreparing || phase_ == Phase::kPrepared) GoBackoff();
+}
+
+void Proposer::GoBackoff() {
+  phase_ = Phase::kBackoff;
+  ctx_->CancelTimer(TimerKind::kPrepare);
+  if (accept_timer_armed_) {
+    ctx_->CancelTimer(TimerKind::kAccept);
+    accept_timer_armed_ = false;
+  }
+  const uint64_t delay = 1 + ctx_->rng()->Uniform(ctx_->options().prepare_timeout_ms);
+  ctx_->StartTimer(TimerKind::kBackoff, delay);
+}
+
+void Proposer::OnTimeout(TimerKind kind) {
+  switch (kind) {
+    case TimerKind::kPrepare:
+      if (phase_ == Phase::kPreparing) GoBackoff();
+      break;
+    case TimerKind::kAccept:
+      accept_timer_armed_ = false;
+      if (phase_ == Phase::kPrepared && HasUnchosenSlot()) GoBackoff();
+      break;
+    case TimerKind::kBackoff:
+      if (phase_ != Phase::kBackoff) break;
+      phase_ = Phase::kIdle;
+      Drive();
+      break;
+    case TimerKind::kLearn:
+      break;
+  }
+}
+
+bool Proposer::OnApplied(uint64_t instance, const std::string& value, uint64_t* token) {
+  bool ours = false;
+  auto it = slots_.find(instance);
+  if (it != slots_.end()) {
+    Slot slot = std::move(it->second);
+    slots_.erase(it);
+    if (slot.has_own) {
+      if (slot.own.envelope == value) {
+        ours = true;
+        *token = slot.own.token;
+        ctx_->out()->finished.push_back({slot.own.token, instance, Status::OK()});
+      } else if (slot.own.cancelled) {
+        ctx_->out()->finished.push_back(
+            {slot.own.token, 0, Status::Stopped("proposal cancelled")});
+      } else {
+        queue_.push_front(std::move(slot.own));  // another value won: next instance
+      }
+    }
+    if (accept_timer_armed_ && !HasUnchosenSlot()) ArmAcceptTimer();
+  }
+  Drive();
+  return ours;
+}
+
+void Proposer::Unstick() {
+  unstick_ = true;
+  if (phase_ == Phase::kIdle || phase_ == Phase::kPrepared) GoBackoff();
+}
+
+}  // namespace paxos
+}  // namespace chorus

@@ -1,0 +1,109 @@
+// Proposer: gets this node's proposals chosen.
+//
+// Phases: kIdle -> kPreparing (PREPARE(b, s) to all, s = the learner's
+// chosen_end) -> kPrepared once a majority promised. On success every
+// instance in [s, hi] that is not known chosen gets an ACCEPT: the value with
+// the highest ballot the promises reported (adoption), else this node's
+// proposal waiting there, else a queued proposal, else a noop filler (hi: the
+// highest instance anyone reported, or this proposer used). While b stands,
+// new proposals go straight to phase 2 at fresh instances (the fast path: one
+// round trip, one fsync), up to max_inflight at once.
+//
+// A rejection or a timeout sends the proposer to kBackoff: a random wait in
+// [1, prepare_timeout_ms], then phase 1 again with a higher ballot, so
+// duelling proposers drift apart and one wins.
+//
+// Exactly once: a proposal sits at one instance until that instance is
+// learned. If its value was chosen there, it is done; if another value was,
+// it moves to a later instance. It is never voted on at two instances.
+#ifndef CHORUS_PAXOS_PROPOSER_H_
+#define CHORUS_PAXOS_PROPOSER_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+
+#include "paxos/ballot.h"
+#include "paxos/core.h"
+
+namespace chorus {
+namespace paxos {
+
+class Proposer {
+ public:
+  Proposer(CoreContext* ctx, Learner* learner, Acceptor* acceptor)
+      : ctx_(ctx), learner_(learner), acceptor_(acceptor) {}
+
+  // Recovery: the highest ballot number this node has seen.
+  void NoteBallot(const Ballot& b) { max_number_ = std::max(max_number_, b.number); }
+
+  void Propose(uint64_t token, const std::string& data);
+  void Cancel(uint64_t token);
+
+  void OnPromise(const PaxosMsg& msg);
+  void OnReject(const PaxosMsg& msg);
+  void OnAccepted(const PaxosMsg& msg);
+  void OnTimeout(TimerKind kind);
+
+  // Called by the learner when `instance` is applied with envelope `value`.
+  // Returns true (and *token) if it was this proposer's proposal.
+  bool OnApplied(uint64_t instance, const std::string& value, uint64_t* token);
+
+  // The learner is stuck behind a gap: run phase 1 to fill it.
+  void Unstick();
+
+  enum class Phase { kIdle, kPreparing, kPrepared, kBackoff };
+  Phase phase() const { return phase_; }
+  const Ballot& ballot() const { return ballot_; }
+
+ private:
+  struct Proposal {
+    uint64_t token = 0;
+    std::string envelope;
+    bool cancelled = false;
+  };
+  struct Slot {
+    std::string value;  // what this proposer asks acceptors to accept here
+    Ballot ballot;
+    std::set<uint64_t> accepted_by;
+    bool chosen_sent = false;
+    bool has_own = false;
+    Proposal own;  // this node's proposal waiting on this instance
+  };
+
+  bool HasWork() const { return !queue_.empty() || !slots_.empty() || unstick_; }
+  void Drive();
+  void StartPrepare();
+  void OnPrepared();
+  void GoBackoff();
+  void SendAccept(uint64_t instance, Slot* slot);
+  void ArmAcceptTimer();
+  bool HasUnchosenSlot() const;
+
+  CoreContext* const ctx_;
+  Learner* const learner_;
+  Acceptor* const acceptor_;
+  Phase phase_ = Phase::kIdle;
+  Ballot ballot_;
+  uint64_t max_number_ = 0;
+  uint64_t prepare_from_ = 0;
+  std::set<uint64_t> promised_by_;
+  struct Adopted {
+    Ballot ballot;
+    std::string value;
+  };
+  std::map<uint64_t, Adopted> adopted_;
+  std::map<uint64_t, std::string> chosen_reported_;
+  std::map<uint64_t, Slot> slots_;
+  std::deque<Proposal> queue_;
+  uint64_t next_instance_ = 0;
+  bool accept_timer_armed_ = false;
+  bool unstick_ = false;
+};
+
+}  // namespace paxos
+}  // namespace chorus
+
+#endif  // CHORUS_PAXOS_PROPOSER_H_
