@@ -1,0 +1,151 @@
+// echo_server: one replica of a chorus cluster whose state machine prints
+// every value it executes. Each line read from stdin is proposed (in order,
+// one at a time) to group --propose_group.
+//
+//   echo_server --node=127.0.0.1:7001
+//       --nodes=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 --data_dir=/tmp/n1
+//
+// stdout (one line each, flushed at once):
+//   ready node=<ip:port> groups=<n>                  after Node::Open succeeded
+//   executed instance=<i> value=<v>                  every executed value
+//                                                    (group=<g> first when
+//                                                    --group_count > 1)
+//   proposed instance=<i> value=<v>                  a line of stdin was chosen
+//   error value=<v> status=<Status::ToString()>      a proposal failed
+// The node keeps running after stdin ends (it still executes what the others
+// propose) until SIGINT or SIGTERM, unless --exit_on_eof.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gflags/gflags.h>
+
+#include "chorus/node.h"
+#include "chorus/options.h"
+#include "chorus/state_machine.h"
+#include "chorus/status.h"
+
+DEFINE_string(node, "", "this node, ip:port (REQUIRED)");
+DEFINE_string(nodes, "", "every node of the cluster, ip:port,ip:port,... (REQUIRED)");
+DEFINE_string(data_dir, "", "directory of this node's paxos log (REQUIRED)");
+DEFINE_int32(group_count, 1, "number of paxos groups");
+DEFINE_int32(propose_group, 0, "the group stdin lines are proposed to");
+DEFINE_bool(sync_writes, true, "fsync every promise/accept (false: faster, unsafe)");
+DEFINE_bool(exit_on_eof, false, "exit once stdin ends and its last proposal returned");
+
+namespace {
+
+// Serializes the lines of the loop threads and the proposing thread.
+std::mutex g_out_mu;
+
+void PrintLine(const std::string& line) {
+  std::lock_guard<std::mutex> lock(g_out_mu);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+class EchoStateMachine : public chorus::StateMachine {
+ public:
+  explicit EchoStateMachine(bool print_group) : print_group_(print_group) {}
+
+  int id() const override { return 1; }
+
+  chorus::Status Execute(uint32_t group, uint64_t instance, const std::string& value,
+                         chorus::ExecuteContext* ctx) override {
+    std::string line = "executed ";
+    if (print_group_) line += "group=" + std::to_string(group) + " ";
+    line += "instance=" + std::to_string(instance) + " value=" + value;
+    PrintLine(line);
+    if (ctx != nullptr) ctx->output = value;
+    return chorus::Status::OK();
+  }
+
+ private:
+  const bool print_group_;
+};
+
+int Usage(const std::string& problem) {
+  std::fprintf(stderr, "echo_server: %s\n%s\n", problem.c_str(),
+               gflags::ProgramUsage());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "echo_server --node=ip:port --nodes=ip:port,ip:port,... --data_dir=DIR\n"
+      "proposes every stdin line; prints every executed value");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+
+  chorus::Options options;
+  chorus::Status s = chorus::NodeInfo::Parse(FLAGS_node, &options.self);
+  if (!s.ok()) return Usage("--node: " + s.ToString());
+  s = chorus::NodeInfo::ParseList(FLAGS_nodes, &options.nodes);
+  if (!s.ok()) return Usage("--nodes: " + s.ToString());
+  if (FLAGS_data_dir.empty()) return Usage("--data_dir is required");
+  if (FLAGS_propose_group < 0 || FLAGS_propose_group >= FLAGS_group_count) {
+    return Usage("--propose_group must be in [0, --group_count)");
+  }
+  options.data_dir = FLAGS_data_dir;
+  options.group_count = FLAGS_group_count;
+  options.sync_writes = FLAGS_sync_writes;
+
+  std::vector<std::unique_ptr<EchoStateMachine>> machines;
+  for (int g = 0; g < FLAGS_group_count; ++g) {
+    machines.push_back(std::make_unique<EchoStateMachine>(FLAGS_group_count > 1));
+    options.state_machines.emplace_back(static_cast<uint32_t>(g), machines.back().get());
+  }
+
+  // SIGINT/SIGTERM are taken by sigwait below: block them before any thread
+  // exists so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::unique_ptr<chorus::Node> node;
+  s = chorus::Node::Open(options, &node);
+  if (!s.ok()) {
+    std::fprintf(stderr, "echo_server: Open: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  PrintLine("ready node=" + options.self.ToString() +
+            " groups=" + std::to_string(FLAGS_group_count));
+
+  // The proposer reads stdin; it may be blocked in a read when a signal
+  // arrives, so it is not joined: the process exits after Stop().
+  std::thread proposer([&node] {
+    const uint32_t group = static_cast<uint32_t>(FLAGS_propose_group);
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      uint64_t instance = 0;
+      chorus::Status st = node->Propose(group, line, &instance);
+      if (st.ok()) {
+        PrintLine("proposed instance=" + std::to_string(instance) + " value=" + line);
+      } else {
+        PrintLine("error value=" + line + " status=" + st.ToString());
+        if (st.IsStopped()) break;
+      }
+    }
+    if (FLAGS_exit_on_eof) kill(getpid(), SIGTERM);
+  });
+  proposer.detach();
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  node->Stop();
+  std::fflush(stdout);
+  // Not returning from main: the detached proposer may still use `node`.
+  std::_Exit(0);
+}

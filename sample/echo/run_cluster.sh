@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Runs a 3-node echo cluster on 127.0.0.1 and checks that every replica
+# executes the same values in the same order (ctest label: sample).
+#
+#   ECHO_SERVER=build/sample/echo/echo_server sample/echo/run_cluster.sh
+#
+# Builds nothing: $ECHO_SERVER (default build/sample/echo/echo_server under
+# the repository root) must exist. Starts the nodes in the background on free
+# ports with fresh data dirs in a temp dir, feeds values through FIFOs into
+# the stdin of node 1 and node 2 (concurrently), waits (with a deadline)
+# until every replica executed all of them, prints each replica's executed
+# sequence and exits 0 only if the three sequences are identical. The nodes
+# are always killed on exit.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+server=${ECHO_SERVER:-$root/build/sample/echo/echo_server}
+deadline_s=${DEADLINE_S:-60}
+values_per_node=${VALUES_PER_NODE:-5}
+[ -x "$server" ] || { echo "run_cluster: no echo_server at '$server' (build it, or set ECHO_SERVER)" >&2; exit 2; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/chorus-echo.XXXXXX")
+pids=()
+status=1
+cleanup() {
+  trap - EXIT INT TERM
+  for fd in "${fds[@]:-}"; do [ -n "$fd" ] && exec {fd}>&- 2>/dev/null || true; done
+  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    alive=0
+    for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$status" != 0 ]; then
+    for i in 1 2 3; do
+      [ -f "$tmp/out$i" ] && { echo "--- node $i stdout"; cat "$tmp/out$i"; }
+      [ -f "$tmp/err$i" ] && { echo "--- node $i stderr"; tail -n 30 "$tmp/err$i"; }
+    done
+  fi
+  rm -rf "$tmp"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() { echo "run_cluster: FAIL: $*" >&2; status=1; exit 1; }
+
+# A TCP port nobody on this machine uses (per /proc/net/tcp{,6}) that we did
+# not pick already.
+port_in_use() {
+  local hex
+  hex=$(printf ':%04X' "$1")
+  awk -v h="$hex" 'FNR > 1 && substr($2, length($2) - 4) == h { found = 1 } END { exit !found }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+ports=()
+while [ ${#ports[@]} -lt 3 ]; do
+  p=$((20000 + RANDOM % 30000))
+  port_in_use "$p" && continue
+  [[ " ${ports[*]} " == *" $p "* ]] && continue
+  ports+=("$p")
+done
+nodes="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
+echo "run_cluster: nodes $nodes, data under $tmp"
+
+fds=()
+for i in 1 2 3; do
+  mkfifo "$tmp/in$i"
+  "$server" --node="127.0.0.1:${ports[$((i - 1))]}" --nodes="$nodes" --data_dir="$tmp/data$i" \
+    <"$tmp/in$i" >"$tmp/out$i" 2>"$tmp/err$i" &
+  pids+=($!)
+  # Hold the write end open so the node's stdin stays open between values.
+  exec {fd}>"$tmp/in$i"
+  fds+=("$fd")
+done
+
+now() { date +%s; }
+end=$(( $(now) + deadline_s ))
+count() { grep -c -- "$1" "$2" 2>/dev/null || true; }
+
+for i in 1 2 3; do
+  until [ "$(count '^ready ' "$tmp/out$i")" -ge 1 ]; do
+    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited before it was ready"
+    [ "$(now)" -lt "$end" ] || fail "node $i not ready within ${deadline_s}s"
+    sleep 0.1
+  done
+done
+
+expected=()
+for k in $(seq "$values_per_node"); do
+  echo "n1-v$k" >&"${fds[0]}"
+  echo "n2-v$k" >&"${fds[1]}"
+  expected+=("n1-v$k" "n2-v$k")
+done
+total=${#expected[@]}
+
+# Every proposer hears back for each of its values, and nothing fails.
+for i in 1 2; do
+  until [ "$(count '^proposed ' "$tmp/out$i")" -ge "$values_per_node" ]; do
+    if grep -q '^error ' "$tmp/out$i"; then fail "node $i: $(grep -m1 '^error ' "$tmp/out$i")"; fi
+    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
+    [ "$(now)" -lt "$end" ] || fail "node $i: not all of its values were proposed within ${deadline_s}s"
+    sleep 0.1
+  done
+done
+# Every replica executes all of them.
+for i in 1 2 3; do
+  until [ "$(grep '^executed ' "$tmp/out$i" | grep -c -E ' value=n[12]-v[0-9]+$' || true)" -ge "$total" ]; do
+    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
+    [ "$(now)" -lt "$end" ] || fail "node $i executed fewer than $total values within ${deadline_s}s"
+    sleep 0.1
+  done
+done
+
+for i in 1 2 3; do
+  grep '^executed ' "$tmp/out$i" | sed 's/^executed //' >"$tmp/seq$i"
+  echo "replica $i executed:"
+  sed 's/^/  /' "$tmp/seq$i"
+done
+cmp -s "$tmp/seq1" "$tmp/seq2" || fail "replicas 1 and 2 executed different sequences"
+cmp -s "$tmp/seq1" "$tmp/seq3" || fail "replicas 1 and 3 executed different sequences"
+for v in "${expected[@]}"; do
+  [ "$(grep -c -- " value=$v\$" "$tmp/seq1")" = 1 ] || fail "value $v was not executed exactly once"
+done
+# Instances strictly increase in the order of execution.
+sed 's/^instance=\([0-9]*\) .*/\1/' "$tmp/seq1" | sort -n -c -u 2>/dev/null ||
+  fail "instances are not strictly increasing"
+echo "run_cluster: PASS: 3 replicas executed the same $(wc -l <"$tmp/seq1") values in the same order"
+status=0
