@@ -74,6 +74,11 @@ class Status {
   bool IsConflict() const { return code_ == Code::kConflict; }
   bool IsNotSupported() const { return code_ == Code::kNotSupported; }
 
+  // The same code with "context: " put in front of the message; ok stays ok.
+  Status Annotate(const std::string& context) const {
+    return ok() ? *this : Status(code_, context + ": " + message());
+  }
+
   // The message alone ("" when ok).
   const std::string& message() const;
   // "OK", or "<code name>: <message>".

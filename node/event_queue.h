@@ -1,0 +1,91 @@
+// EventQueue: the inbox of a group's event loop. Many producers (transport
+// thread, timer callbacks, proposing threads), one consumer (the loop).
+#ifndef CHORUS_NODE_EVENT_QUEUE_H_
+#define CHORUS_NODE_EVENT_QUEUE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "paxos/outputs.h"
+
+namespace chorus {
+
+struct ProposalRequest;
+
+struct Event {
+  enum class Kind : uint8_t {
+    kPropose,     // request: start a proposal
+    kMessage,     // bytes: a paxos message from a peer
+    kTimeout,     // timer: a core timer fired
+    kDeadline,    // token: a proposal's deadline passed
+    kFlushBatch,  // the batch delay passed: send the pending batch
+  };
+  Kind kind = Kind::kMessage;
+  std::shared_ptr<ProposalRequest> request;
+  std::string bytes;
+  paxos::TimerId timer;
+  uint64_t token = 0;
+  // Set on events posted by a GroupTimers timer: the loop hands it back to
+  // GroupTimers::OnFired so the timer's bookkeeping is freed.
+  uint64_t timer_seq = 0;
+};
+
+class EventQueue {
+ public:
+  // Appends `event`. Returns false (and drops it) once the queue is closed.
+  bool Push(Event event) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return false;
+    events_.push_back(std::move(event));
+    // Wake only a sleeping consumer: a busy loop sees the event on its next take.
+    if (consumer_waiting_) cv_.notify_one();
+    return true;
+  }
+
+  // Blocks until at least one event is queued or the queue is closed, then
+  // moves every queued event (at most `max`) to *out. Returns false once the
+  // queue is closed.
+  bool TakeAll(std::deque<Event>* out, size_t max) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (events_.empty() && !closed_) {
+      consumer_waiting_ = true;
+      cv_.wait(lock);
+      consumer_waiting_ = false;
+    }
+    if (closed_) return false;
+    if (events_.size() <= max) {
+      out->swap(events_);
+      events_.clear();
+    } else {
+      for (size_t i = 0; i < max; ++i) {
+        out->push_back(std::move(events_.front()));
+        events_.pop_front();
+      }
+    }
+    return true;
+  }
+
+  // Closes the queue: Push fails from now on, TakeAll returns false, queued
+  // events are dropped.
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    events_.clear();
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;       // GUARDED_BY(mu_)
+  bool closed_ = false;            // GUARDED_BY(mu_)
+  bool consumer_waiting_ = false;  // GUARDED_BY(mu_)
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_EVENT_QUEUE_H_

@@ -1,0 +1,441 @@
+#include "node/group.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "node/value_codec.h"
+#include "utils/check.h"
+#include "utils/coding.h"
+
+namespace chorus {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A proposer that the loop has not answered by its deadline plus this much
+// gives up on its own (the loop is stuck, e.g. on a hung disk).
+constexpr auto kAnswerGrace = std::chrono::seconds(2);
+
+// The loop executes a round after at most this many events, so that a flood
+// of messages cannot delay the fsync (and the answers) without bound.
+constexpr size_t kMaxEventsPerRound = 512;
+
+paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
+  paxos::CoreOptions c;
+  c.cluster_id = o.cluster_id;
+  c.group = group;
+  c.self = o.self.id();
+  for (const NodeInfo& n : o.nodes) c.members.push_back(n.id());
+  c.max_inflight = static_cast<size_t>(o.max_inflight);
+  c.prepare_timeout_ms = static_cast<uint64_t>(o.prepare_timeout_ms);
+  c.accept_timeout_ms = static_cast<uint64_t>(o.accept_timeout_ms);
+  c.learn_interval_ms = static_cast<uint64_t>(o.learn_interval_ms);
+  // A batch packs many values: the core must take the largest of both, plus
+  // the batch framing (8 bytes per value).
+  c.max_value_bytes = std::max(o.max_value_bytes, o.batch_max_bytes) +
+                      8 * static_cast<size_t>(o.batch_max_count) + 64;
+  std::random_device rd;
+  c.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+           static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  return c;
+}
+
+void AppendAll(std::vector<paxos::OutMessage>* to, std::vector<paxos::OutMessage>* from) {
+  for (auto& m : *from) to->push_back(std::move(m));
+}
+
+}  // namespace
+
+Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
+             std::vector<StateMachine*> state_machines)
+    : env_(env),
+      index_(index),
+      log_(std::move(log)),
+      queue_(std::make_shared<EventQueue>()),
+      batch_(env.options, env.timer_thread, queue_),
+      timers_(std::make_unique<GroupTimers>(env.timer_thread, queue_)) {
+  for (StateMachine* sm : state_machines) state_machines_[sm->id()] = sm;
+  for (const NodeInfo& n : env.options->nodes) {
+    if (n.id() != env.options->self.id()) peers_.push_back(n.id());
+  }
+}
+
+Group::~Group() {
+  Stop();
+  // The core reads the log: destroy it first.
+  core_.reset();
+}
+
+Status Group::Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
+                   std::vector<StateMachine*> state_machines, std::unique_ptr<Group>* out) {
+  std::unique_ptr<Group> group(new Group(env, index, std::move(log), std::move(state_machines)));
+  Status s = paxos::Core::Open(MakeCoreOptions(*env.options, index), group->log_.get(),
+                               &group->core_);
+  if (!s.ok()) return s.Annotate("group " + std::to_string(index));
+  s = group->Replay();
+  if (!s.ok()) return s;
+  *out = std::move(group);
+  return Status::OK();
+}
+
+Status Group::Replay() {
+  // Values below each state machine's checkpoint are already reflected in
+  // its state; the rest of the chosen prefix is executed again, in order.
+  const uint64_t end = core_->chosen_end();
+  uint64_t from = end;
+  for (const auto& [id, sm] : state_machines_) from = std::min(from, sm->GetCheckpointInstanceId(index_));
+  for (uint64_t i = from; i < end; ++i) {
+    paxos::ChosenValue chosen;
+    Status s = core_->ReadChosen(i, &chosen);
+    if (!s.ok()) {
+      return Status::Corruption("group " + std::to_string(index_) + ": cannot replay instance " +
+                                std::to_string(i) + " into the state machines: " + s.ToString());
+    }
+    chosen.ours = false;
+    Apply(chosen);
+  }
+  next_execute_.store(end, std::memory_order_release);
+  return Status::OK();
+}
+
+Status Group::Start() {
+  paxos::Outputs out;
+  core_->Start(&out);
+  round_ = std::move(out);
+  try {
+    loop_ = std::thread([this] { Loop(); });
+  } catch (const std::system_error& e) {
+    return Status::IOError(std::string("cannot start the group loop thread: ") + e.what());
+  }
+  return Status::OK();
+}
+
+void Group::Stop() {
+  if (stopped_.exchange(true)) return;
+  queue_->Close();
+  if (loop_.joinable()) loop_.join();
+  // The loop is gone: this thread now owns its state.
+  const Status stopped = Status::Stopped("the node is stopping");
+  for (auto& [token, in] : in_core_) AnswerAll(in.request.get(), stopped);
+  in_core_.clear();
+  if (auto pending = batch_.Close()) AnswerAll(pending.get(), stopped);
+  timers_->CancelAll();
+}
+
+uint64_t Group::min_chosen_instance_id() const {
+  uint64_t id = 0;
+  return log_->GetMinInstanceId(&id).ok() ? id : 0;
+}
+
+void Group::PostMessage(std::string bytes) {
+  Event event;
+  event.kind = Event::Kind::kMessage;
+  event.bytes = std::move(bytes);
+  queue_->Push(std::move(event));
+}
+
+Status Group::ResolveStateMachine(const ExecuteContext* ctx, int* id) const {
+  const int wanted = ctx != nullptr ? ctx->state_machine_id : 0;
+  if (wanted != 0) {
+    if (state_machines_.count(wanted) == 0) {
+      return Status::InvalidArgument("group " + std::to_string(index_) +
+                                     " has no state machine with id " + std::to_string(wanted));
+    }
+    *id = wanted;
+    return Status::OK();
+  }
+  if (state_machines_.size() > 1) {
+    return Status::InvalidArgument("group " + std::to_string(index_) +
+                                   " has several state machines: set ctx->state_machine_id");
+  }
+  *id = state_machines_.empty() ? 0 : state_machines_.begin()->first;
+  return Status::OK();
+}
+
+Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
+                      uint64_t* instance_id, uint32_t* batch_index) {
+  const Options& o = *env_.options;
+  if (stopped_.load(std::memory_order_acquire)) return Status::Stopped("the node is stopping");
+  if (value.size() > o.max_value_bytes) {
+    return Status::TooLarge("value of " + std::to_string(value.size()) +
+                            " bytes exceeds max_value_bytes " + std::to_string(o.max_value_bytes));
+  }
+  auto waiter = std::make_shared<ProposalWaiter>();
+  Status s = ResolveStateMachine(ctx, &waiter->state_machine_id);
+  if (!s.ok()) return s;
+  // Overload protection: refuse at once rather than queue without bound.
+  if (waiting_.fetch_add(1, std::memory_order_relaxed) >= o.max_waiting_proposals) {
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
+    return Status::Busy("group " + std::to_string(index_) + " already has " +
+                        std::to_string(o.max_waiting_proposals) + " proposals waiting");
+  }
+  struct Release {
+    std::atomic<int>* n;
+    ~Release() { n->fetch_sub(1, std::memory_order_relaxed); }
+  } release{&waiting_};
+
+  s = env_.notifier_pool->Get(&waiter->notifier);
+  if (!s.ok()) return s;
+  waiter->ticket = waiter->notifier->Prepare();
+  waiter->ctx = ctx;
+  waiter->payload = value;
+
+  if (batch) {
+    batch_.Add(waiter);
+  } else {
+    auto request = std::make_shared<ProposalRequest>();
+    request->value = EncodeSingleValue(waiter->state_machine_id, value);
+    request->waiters.push_back(waiter);
+    request->enqueued = Clock::now();
+    request->deadline = request->enqueued + std::chrono::milliseconds(o.propose_timeout_ms);
+    Event event;
+    event.kind = Event::Kind::kPropose;
+    event.request = std::move(request);
+    if (!queue_->Push(std::move(event))) return Status::Stopped("the node is stopping");
+  }
+
+  int ignored = 0;
+  const auto limit = std::chrono::milliseconds(o.propose_timeout_ms) + kAnswerGrace;
+  s = waiter->notifier->WaitFor(std::chrono::duration_cast<std::chrono::microseconds>(limit).count(),
+                                &ignored);
+  if (s.IsTimeout()) {
+    // The loop did not answer in time: stop it from using ctx from now on,
+    // then take an answer that may have raced in.
+    {
+      std::lock_guard<std::mutex> lock(waiter->mu);
+      waiter->abandoned = true;
+    }
+    s = waiter->notifier->WaitFor(0, &ignored);
+    if (!s.ok()) return Status::Timeout("no answer from group " + std::to_string(index_));
+  }
+  if (!s.ok()) return s;
+  if (instance_id != nullptr) *instance_id = waiter->instance;
+  if (batch_index != nullptr) *batch_index = waiter->batch_index;
+  return waiter->status;
+}
+
+void Group::Loop() {
+  std::deque<Event> events;
+  paxos::Outputs step;
+  ExecuteRound();  // the outputs of core_->Start()
+  while (queue_->TakeAll(&events, kMaxEventsPerRound)) {
+    for (Event& event : events) {
+      HandleEvent(&event, &step);
+      Merge(&step);
+    }
+    events.clear();
+    ExecuteRound();
+  }
+}
+
+void Group::HandleEvent(Event* event, paxos::Outputs* step) {
+  step->Clear();
+  if (event->timer_seq != 0 && !timers_->OnFired(event->timer_seq)) return;  // cancelled
+  switch (event->kind) {
+    case Event::Kind::kPropose:
+      HandlePropose(event->request, step);
+      break;
+    case Event::Kind::kFlushBatch:
+      if (auto request = batch_.TakePending()) HandlePropose(request, step);
+      break;
+    case Event::Kind::kMessage:
+      if (halted_.ok()) core_->OnMessage(event->bytes, step);  // bad input is counted by the core
+      break;
+    case Event::Kind::kTimeout:
+      if (halted_.ok()) core_->OnTimeout(event->timer, step);
+      break;
+    case Event::Kind::kDeadline:
+      HandleDeadline(event->token, step);
+      break;
+  }
+}
+
+void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step) {
+  const Options& o = *env_.options;
+  if (!halted_.ok()) {
+    AnswerAll(request.get(), halted_);
+    return;
+  }
+  const auto now = Clock::now();
+  if (now - request->enqueued > std::chrono::milliseconds(o.max_queue_wait_ms)) {
+    AnswerAll(request.get(), Status::Busy("proposal waited longer than max_queue_wait_ms in the queue"));
+    return;
+  }
+  if (now >= request->deadline) {
+    AnswerAll(request.get(), Status::Timeout("proposal deadline passed before it started"));
+    return;
+  }
+  const uint64_t token = next_token_++;
+  Status s = core_->Propose(token, request->value, step);
+  if (!s.ok()) {
+    AnswerAll(request.get(), s);
+    return;
+  }
+  InCore& in = in_core_[token];
+  in.request = request;
+  Event deadline;
+  deadline.kind = Event::Kind::kDeadline;
+  deadline.token = token;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(request->deadline - now);
+  in.deadline_timer = timers_->Start(static_cast<uint64_t>(left.count()) + 1, std::move(deadline));
+}
+
+void Group::HandleDeadline(uint64_t token, paxos::Outputs* step) {
+  auto it = in_core_.find(token);
+  if (it == in_core_.end()) return;
+  it->second.deadline_timer = 0;
+  AnswerAll(it->second.request.get(),
+            Status::Timeout("value not chosen within propose_timeout_ms; it may still be chosen later"));
+  // The core ends the proposal (ProposalResult) when it can; the request
+  // stays in in_core_ until then so that its value executes without a ctx.
+  if (halted_.ok()) core_->Cancel(token, step);
+}
+
+void Group::Merge(paxos::Outputs* step) {
+  paxos::Outputs& r = round_;
+  for (auto& rec : step->persist.records) r.persist.records.push_back(std::move(rec));
+  for (auto& var : step->persist.variables) r.persist.variables.push_back(std::move(var));
+  r.persist.delete_below = std::max(r.persist.delete_below, step->persist.delete_below);
+  r.sync = r.sync || step->sync;
+  AppendAll(&r.messages, &step->messages);
+  for (auto& c : step->chosen) r.chosen.push_back(std::move(c));
+  for (auto& f : step->finished) r.finished.push_back(std::move(f));
+  for (auto& t : step->timers) r.timers.push_back(t);
+  for (auto& t : step->cancel_timers) r.cancel_timers.push_back(t);
+  for (auto& e : step->errors) r.errors.push_back(std::move(e));
+}
+
+void Group::ExecuteRound() {
+  paxos::Outputs round = std::move(round_);
+  round_.Clear();
+  for (const Status& e : round.errors) {
+    CHORUS_LOG(env_.logger, kWarning, "group %u: %s", index_, e.ToString().c_str());
+  }
+  // 1. Persist. Nothing of this round may be sent or applied unless it is durable.
+  if (!round.persist.empty()) {
+    Status s = log_->Write(round.persist, round.sync && env_.options->sync_writes);
+    if (!s.ok()) {
+      Halt(Status::IOError("group " + std::to_string(index_) + ": log write failed, group halted: " +
+                           s.ToString()));
+      return;
+    }
+  }
+  // 2. Send.
+  for (const paxos::OutMessage& m : round.messages) {
+    if (m.to == paxos::kBroadcast) {
+      for (uint64_t peer : peers_) SendMessage(peer, m.bytes);
+    } else {
+      SendMessage(m.to, m.bytes);
+    }
+  }
+  // 3. Apply, then answer the proposers whose values are executed.
+  for (const paxos::ChosenValue& c : round.chosen) Apply(c);
+  for (const paxos::ProposalResult& f : round.finished) Finish(f);
+  // 4. Timers.
+  for (const paxos::TimerId& t : round.cancel_timers) timers_->CancelCore(t);
+  for (const paxos::TimerStart& t : round.timers) timers_->StartCore(t);
+  if (core_->halted() && halted_.ok()) {
+    Halt(Status::Corruption("group " + std::to_string(index_) +
+                            " halted: the paxos log disagrees with a peer's (checksum mismatch)"));
+  }
+}
+
+void Group::SendMessage(uint64_t to, const std::string& bytes) {
+  // Envelope: the group index, then the core's message.
+  std::string frame;
+  frame.reserve(4 + bytes.size());
+  PutFixed32(&frame, index_);
+  frame.append(bytes);
+  Status s = env_.transport->Send(to, std::move(frame));
+  if (!s.ok()) CHORUS_LOG(env_.logger, kDebug, "group %u: send: %s", index_, s.ToString().c_str());
+}
+
+void Group::Apply(const paxos::ChosenValue& chosen) {
+  ProposalRequest* request = nullptr;
+  if (chosen.ours) {
+    auto it = in_core_.find(chosen.token);
+    if (it != in_core_.end()) request = it->second.request.get();
+  }
+  if (!chosen.noop) {
+    std::vector<AppValue> values;
+    Status s = DecodeValue(chosen.value, &values);
+    if (!s.ok()) {
+      // Every replica decodes the same bytes the same way: skipping keeps them equal.
+      CHORUS_LOG(env_.logger, kError, "group %u: instance %llu holds a value chorus cannot decode: %s",
+                 index_, static_cast<unsigned long long>(chosen.instance), s.ToString().c_str());
+    }
+    for (size_t i = 0; i < values.size(); ++i) {
+      // The waiter of this value, unless it was already answered (deadline):
+      // then it may have returned, and neither its ctx nor its fields are ours.
+      ProposalWaiter* waiter = nullptr;
+      if (request != nullptr && i < request->waiters.size() && !request->waiters[i]->answered) {
+        waiter = request->waiters[i].get();
+      }
+      Status result;
+      auto sm = state_machines_.find(values[i].state_machine_id);
+      if (sm != state_machines_.end()) {
+        if (waiter != nullptr) {
+          std::lock_guard<std::mutex> lock(waiter->mu);
+          ExecuteContext* ctx = waiter->abandoned ? nullptr : waiter->ctx;
+          result = sm->second->Execute(index_, chosen.instance, values[i].payload, ctx);
+        } else {
+          result = sm->second->Execute(index_, chosen.instance, values[i].payload, nullptr);
+        }
+      } else if (values[i].state_machine_id != 0) {
+        CHORUS_LOG(env_.logger, kWarning, "group %u: instance %llu is for unknown state machine %d",
+                   index_, static_cast<unsigned long long>(chosen.instance),
+                   values[i].state_machine_id);
+      }
+      if (waiter != nullptr) {
+        waiter->status = result;
+        waiter->instance = chosen.instance;
+        waiter->batch_index = static_cast<uint32_t>(i);
+      }
+    }
+  }
+  next_execute_.store(chosen.instance + 1, std::memory_order_release);
+}
+
+void Group::Finish(const paxos::ProposalResult& result) {
+  auto it = in_core_.find(result.token);
+  if (it == in_core_.end()) return;
+  InCore in = std::move(it->second);
+  in_core_.erase(it);
+  if (in.deadline_timer != 0) timers_->Cancel(in.deadline_timer);
+  for (const auto& w : in.request->waiters) {
+    if (w->answered) continue;
+    if (result.status.ok()) {
+      w->instance = result.instance;
+      Answer(w.get(), w->status);  // the state machine's result, set by Apply
+    } else {
+      Answer(w.get(), result.status);
+    }
+  }
+}
+
+void Group::Halt(const Status& why) {
+  CHORUS_LOG(env_.logger, kError, "%s", why.ToString().c_str());
+  halted_ = why;
+  for (auto& [token, in] : in_core_) {
+    if (in.deadline_timer != 0) timers_->Cancel(in.deadline_timer);
+    AnswerAll(in.request.get(), why);
+  }
+  in_core_.clear();
+}
+
+void Group::Answer(ProposalWaiter* waiter, const Status& status) {
+  if (waiter->answered) return;
+  waiter->answered = true;
+  waiter->status = status;
+  // Send publishes the fields above to the waiter (release), or tells us the
+  // waiter gave up (stale ticket): then nobody reads them.
+  waiter->notifier->Send(waiter->ticket, 0);
+}
+
+void Group::AnswerAll(ProposalRequest* request, const Status& status) {
+  for (const auto& w : request->waiters) Answer(w.get(), status);
+}
+
+}  // namespace chorus

@@ -1,0 +1,128 @@
+// Group: one paxos group of a running Node. It owns the group's protocol
+// core and log, and runs the group's event loop thread, which is the only
+// thread that touches the core and the state machines.
+//
+// The loop takes every queued event (messages, timeouts, proposals,
+// deadlines), feeds each into the core, and executes the merged outputs of
+// all of them in the order the core's contract requires:
+//   persist (one synced write for the whole round: group commit)
+//   -> send -> apply chosen values, answer proposers -> timers.
+// Merging rounds is safe because a message is only ever sent after every
+// record of the round, its own included, is durable.
+#ifndef CHORUS_NODE_GROUP_H_
+#define CHORUS_NODE_GROUP_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "chorus/log_storage.h"
+#include "chorus/options.h"
+#include "chorus/state_machine.h"
+#include "chorus/transport.h"
+#include "node/event_queue.h"
+#include "node/group_timers.h"
+#include "node/proposal.h"
+#include "node/propose_batch.h"
+#include "paxos/core.h"
+#include "utils/logging.h"
+#include "utils/notifier_pool.h"
+#include "utils/timer_thread.h"
+
+namespace chorus {
+
+// What a Group borrows from its Node. Everything outlives the Group.
+struct GroupEnv {
+  const Options* options = nullptr;
+  Transport* transport = nullptr;
+  TimerThread* timer_thread = nullptr;
+  NotifierPool* notifier_pool = nullptr;
+  Logger* logger = nullptr;
+};
+
+class Group {
+ public:
+  // Opens the core on `log` (recovering its state) and replays the chosen
+  // values the state machines still need. Does not start the loop.
+  static Status Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
+                     std::vector<StateMachine*> state_machines, std::unique_ptr<Group>* group);
+  ~Group();
+
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  // Starts the event loop thread.
+  Status Start();
+  // Answers every waiting proposer with Stopped, stops and joins the loop,
+  // cancels its timers. Idempotent.
+  void Stop();
+
+  // Thread-safe. A paxos message from a peer (the group prefix removed).
+  void PostMessage(std::string bytes);
+
+  // Thread-safe. Proposes and waits; see Node::Propose / BatchPropose.
+  Status Propose(const std::string& value, ExecuteContext* ctx, bool batch,
+                 uint64_t* instance_id, uint32_t* batch_index);
+
+  // Thread-safe queries.
+  uint64_t now_instance_id() const { return next_execute_.load(std::memory_order_acquire); }
+  uint64_t min_chosen_instance_id() const;
+
+ private:
+  Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
+        std::vector<StateMachine*> state_machines);
+
+  Status ResolveStateMachine(const ExecuteContext* ctx, int* id) const;
+  Status Replay();
+  void Loop();
+  void HandleEvent(Event* event, paxos::Outputs* step);
+  void HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
+  void HandleDeadline(uint64_t token, paxos::Outputs* step);
+  void Merge(paxos::Outputs* step);
+  void ExecuteRound();
+  void Apply(const paxos::ChosenValue& chosen);
+  void Finish(const paxos::ProposalResult& result);
+  void Halt(const Status& why);
+  void Answer(ProposalWaiter* waiter, const Status& status);
+  void AnswerAll(ProposalRequest* request, const Status& status);
+  void SendMessage(uint64_t to, const std::string& bytes);
+
+  const GroupEnv env_;
+  const uint32_t index_;
+  const std::unique_ptr<LogStorage> log_;
+  std::unique_ptr<paxos::Core> core_;
+  // id -> state machine of this group. Read-only after construction.
+  std::map<int, StateMachine*> state_machines_;
+  std::vector<uint64_t> peers_;  // every member but self; read-only
+
+  std::shared_ptr<EventQueue> queue_;
+  ProposeBatch batch_;
+  std::thread loop_;
+  std::atomic<bool> stopped_{false};
+  // Proposers waiting for an answer (queued, in flight or executing).
+  std::atomic<int> waiting_{0};
+  // The next instance the state machines execute (written by the loop).
+  std::atomic<uint64_t> next_execute_{0};
+
+  // ---- Loop thread only ----
+  std::unique_ptr<GroupTimers> timers_;
+  paxos::Outputs round_;  // outputs of the current round, merged
+  uint64_t next_token_ = 1;
+  struct InCore {
+    std::shared_ptr<ProposalRequest> request;
+    uint64_t deadline_timer = 0;
+  };
+  std::unordered_map<uint64_t, InCore> in_core_;  // by core token
+  // Requests not yet handed to the core (halted group) or waiting in it.
+  Status halted_;  // non-ok once the group stopped accepting work
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_GROUP_H_

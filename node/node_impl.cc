@@ -1,0 +1,130 @@
+#include "node/node_impl.h"
+
+#include "node/options_validation.h"
+#include "utils/coding.h"
+#include "utils/notifier_pool.h"
+#include "utils/timer_thread.h"
+
+namespace chorus {
+
+Node::~Node() = default;
+
+Status Node::Open(const Options& options, std::unique_ptr<Node>* node) {
+  Status s = ValidateOptions(options);
+  if (!s.ok()) return s;
+  auto impl = std::make_unique<NodeImpl>(options);
+  s = impl->Init();
+  if (!s.ok()) return s;  // ~NodeImpl stops whatever Init started
+  *node = std::move(impl);
+  return Status::OK();
+}
+
+NodeImpl::NodeImpl(const Options& options)
+    : options_(options), logger_(options.log_hook, options.log_level) {}
+
+NodeImpl::~NodeImpl() { Stop(); }
+
+Status NodeImpl::OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log) {
+  if (options_.log_storage_factory) return options_.log_storage_factory(group, log);
+  LevelDbLogOptions lo;
+  lo.cluster_id = options_.cluster_id;
+  lo.group = group;
+  return OpenLevelDbLogStorage(options_.data_dir + "/g" + std::to_string(group), lo, log);
+}
+
+Status NodeImpl::Init() {
+  if (options_.transport != nullptr) {
+    transport_ = options_.transport;
+  } else {
+    TcpTransportOptions to;
+    to.self = options_.self;
+    to.nodes = options_.nodes;
+    to.cluster_id = options_.cluster_id;
+    to.max_frame_bytes = options_.max_frame_bytes;
+    Status s = NewTcpTransport(to, &own_transport_);
+    if (!s.ok()) return s;
+    transport_ = own_transport_.get();
+  }
+
+  // Timers of every node of the process share one TimerThread.
+  GroupEnv env;
+  env.options = &options_;
+  env.transport = transport_;
+  env.timer_thread = GlobalTimerThread();
+  env.notifier_pool = NotifierPool::Default();
+  env.logger = &logger_;
+
+  std::vector<std::vector<StateMachine*>> machines(options_.group_count);
+  for (const auto& [group, sm] : options_.state_machines) machines[group].push_back(sm);
+  for (int g = 0; g < options_.group_count; ++g) {
+    std::unique_ptr<LogStorage> log;
+    Status s = OpenLog(static_cast<uint32_t>(g), &log);
+    if (!s.ok()) return s.Annotate("opening the paxos log of group " + std::to_string(g));
+    std::unique_ptr<Group> group;
+    s = Group::Open(env, static_cast<uint32_t>(g), std::move(log), machines[g], &group);
+    if (!s.ok()) return s;
+    groups_.push_back(std::move(group));
+  }
+  for (auto& group : groups_) {
+    Status s = group->Start();
+    if (!s.ok()) return s;
+  }
+  return transport_->Start([this](uint64_t from, std::string message) {
+    OnMessage(from, std::move(message));
+  });
+}
+
+void NodeImpl::OnMessage(uint64_t /*from*/, std::string message) {
+  // The transport checked the sender is a member; the core checks the rest.
+  if (message.size() < 4) {
+    misrouted_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Group* group = FindGroup(DecodeFixed32(message.data()));
+  if (group == nullptr) {
+    misrouted_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  message.erase(0, 4);
+  group->PostMessage(std::move(message));
+}
+
+Group* NodeImpl::FindGroup(uint32_t group) const {
+  return group < groups_.size() ? groups_[group].get() : nullptr;
+}
+
+Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* instance_id,
+                         ExecuteContext* ctx) {
+  Group* g = FindGroup(group);
+  if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
+  return g->Propose(value, ctx, /*batch=*/false, instance_id, nullptr);
+}
+
+Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
+                              uint32_t* batch_index, ExecuteContext* ctx) {
+  Group* g = FindGroup(group);
+  if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
+  return g->Propose(value, ctx, /*batch=*/true, instance_id, batch_index);
+}
+
+uint64_t NodeImpl::GetNowInstanceId(uint32_t group) const {
+  Group* g = FindGroup(group);
+  return g == nullptr ? 0 : g->now_instance_id();
+}
+
+uint64_t NodeImpl::GetMinChosenInstanceId(uint32_t group) const {
+  Group* g = FindGroup(group);
+  return g == nullptr ? 0 : g->min_chosen_instance_id();
+}
+
+void NodeImpl::Stop() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  // No more incoming messages, then no more loops. The groups (and their
+  // logs) stay allocated until the destructor so queries stay safe.
+  if (transport_ != nullptr) transport_->Stop();
+  for (auto& group : groups_) group->Stop();
+}
+
+}  // namespace chorus

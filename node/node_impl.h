@@ -1,0 +1,57 @@
+// NodeImpl: the Node an application gets from Node::Open. It owns the
+// groups, the transport (unless the application plugged in its own) and the
+// logger; it routes incoming messages to their group by the group index
+// prefixed to every message.
+#ifndef CHORUS_NODE_NODE_IMPL_H_
+#define CHORUS_NODE_NODE_IMPL_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "chorus/node.h"
+#include "node/group.h"
+#include "utils/logging.h"
+
+namespace chorus {
+
+class NodeImpl : public Node {
+ public:
+  explicit NodeImpl(const Options& options);
+  ~NodeImpl() override;
+
+  // Opens the logs and groups and starts everything. Called once by Node::Open.
+  Status Init();
+
+  Status Propose(uint32_t group, const std::string& value, uint64_t* instance_id,
+                 ExecuteContext* ctx) override;
+  Status BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
+                      uint32_t* batch_index, ExecuteContext* ctx) override;
+  uint64_t GetNowInstanceId(uint32_t group) const override;
+  uint64_t GetMinChosenInstanceId(uint32_t group) const override;
+  uint64_t node_id() const override { return options_.self.id(); }
+  void Stop() override;
+
+  // Messages that named no valid group (dropped).
+  uint64_t misrouted_messages() const { return misrouted_.load(std::memory_order_relaxed); }
+
+ private:
+  Status OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log);
+  void OnMessage(uint64_t from, std::string message);
+  Group* FindGroup(uint32_t group) const;
+
+  const Options options_;
+  Logger logger_;
+  std::unique_ptr<TcpTransport> own_transport_;  // when options.transport is null
+  Transport* transport_ = nullptr;                // the one in use
+  // Filled by Init before the transport starts, read-only afterwards.
+  std::vector<std::unique_ptr<Group>> groups_;
+  std::atomic<uint64_t> misrouted_{0};
+  std::mutex stop_mu_;
+  bool stopped_ = false;  // GUARDED_BY(stop_mu_)
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_NODE_IMPL_H_

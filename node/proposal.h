@@ -1,0 +1,68 @@
+// ProposalRequest / ProposalWaiter: how a proposing thread and its group's
+// loop hand a proposal and its result to each other.
+//
+// The proposing thread builds the request, posts it, and blocks on its
+// pooled Notifier. The loop is the only one that decides the outcome: it
+// answers every waiter exactly once (result, Timeout at the deadline, Busy,
+// Stopped...) by filling the waiter's result fields and then Send()ing the
+// waiter's ticket. Notifier::Send/Wait order those writes before the
+// waiter's reads (release/acquire on the notifier's state word).
+#ifndef CHORUS_NODE_PROPOSAL_H_
+#define CHORUS_NODE_PROPOSAL_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "chorus/state_machine.h"
+#include "chorus/status.h"
+#include "utils/notifier.h"
+
+namespace chorus {
+
+struct ProposalWaiter {
+  // Set by the proposing thread before the request is posted; then read-only.
+  Notifier* notifier = nullptr;
+  uint64_t ticket = 0;
+  int state_machine_id = 0;
+  std::string payload;
+
+  // The proposer's context, used by Execute only while the proposer still
+  // waits. If the proposer gives up on its own (the loop did not answer by
+  // the deadline plus a grace period: a stuck disk), it sets `abandoned`
+  // under `mu`; the loop holds `mu` while executing with ctx, so ctx is never
+  // touched after Propose returned.
+  std::mutex mu;
+  ExecuteContext* ctx = nullptr;  // GUARDED_BY(mu)
+  bool abandoned = false;         // GUARDED_BY(mu)
+
+  // Written by the loop only, before Send(ticket); read by the proposer after
+  // its Wait returned ok.
+  Status status;
+  uint64_t instance = 0;
+  uint32_t batch_index = 0;
+  bool answered = false;  // loop-private: Send was called
+};
+
+// Answers a waiter with Stopped from a thread other than the loop; only for
+// waiters the loop never saw (their request could not be queued).
+inline void AnswerStopped(ProposalWaiter* waiter) {
+  waiter->status = Status::Stopped("the node is stopping");
+  waiter->notifier->Send(waiter->ticket, 0);
+}
+
+struct ProposalRequest {
+  // One waiter for Propose; one per value for a batch.
+  std::vector<std::shared_ptr<ProposalWaiter>> waiters;
+  // The paxos value (see value_codec.h), built by whoever posts the request.
+  std::string value;
+  std::chrono::steady_clock::time_point enqueued;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_PROPOSAL_H_

@@ -1,0 +1,85 @@
+#include "node/propose_batch.h"
+
+#include <chrono>
+
+#include "node/value_codec.h"
+
+namespace chorus {
+
+std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
+  if (pending_.empty()) return nullptr;
+  auto request = std::make_shared<ProposalRequest>();
+  request->waiters.swap(pending_);
+  pending_bytes_ = 0;
+  std::vector<AppValue> values;
+  values.reserve(request->waiters.size());
+  for (const auto& w : request->waiters) values.push_back(AppValue{w->state_machine_id, w->payload});
+  std::vector<const AppValue*> refs;
+  refs.reserve(values.size());
+  for (const AppValue& v : values) refs.push_back(&v);
+  request->value = EncodeBatchValue(refs);
+  request->enqueued = std::chrono::steady_clock::now();
+  request->deadline = request->enqueued + std::chrono::milliseconds(options_->propose_timeout_ms);
+  return request;
+}
+
+std::shared_ptr<ProposalRequest> ProposeBatch::TakePending() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return TakeLocked();
+}
+
+std::shared_ptr<ProposalRequest> ProposeBatch::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  return TakeLocked();
+}
+
+void ProposeBatch::Post(Event event) {
+  std::shared_ptr<ProposalRequest> request = event.request;
+  if (queue_->Push(std::move(event)) || !request) return;
+  // The group is stopping and will never see this batch: answer it here.
+  for (const auto& w : request->waiters) AnswerStopped(w.get());
+}
+
+void ProposeBatch::Add(std::shared_ptr<ProposalWaiter> waiter) {
+  std::shared_ptr<ProposalRequest> full;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) {
+      AnswerStopped(waiter.get());
+      return;
+    }
+    pending_bytes_ += waiter->payload.size();
+    pending_.push_back(std::move(waiter));
+    first = pending_.size() == 1;
+    if (pending_.size() >= static_cast<size_t>(options_->batch_max_count) ||
+        pending_bytes_ >= options_->batch_max_bytes) {
+      full = TakeLocked();
+    }
+  }
+  if (full) {
+    Event event;
+    event.kind = Event::Kind::kPropose;
+    event.request = std::move(full);
+    Post(std::move(event));
+    return;
+  }
+  if (!first) return;  // the first value's flush is already on its way
+  Event flush;
+  flush.kind = Event::Kind::kFlushBatch;
+  if (options_->batch_delay_ms > 0) {
+    std::shared_ptr<EventQueue> queue = queue_;
+    const auto when =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_->batch_delay_ms);
+    if (timer_thread_->Schedule([queue, flush]() { queue->Push(flush); }, when) !=
+        TimerThread::kInvalidTaskId) {
+      return;
+    }
+  }
+  // No delay (or no timer thread): let the loop take whatever gathered by the
+  // time it gets to this event.
+  Post(std::move(flush));
+}
+
+}  // namespace chorus
