@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +82,31 @@ class CountingStateMachine : public chorus::StateMachine {
   std::atomic<uint64_t> executed_{0};
 };
 
+// User + system CPU seconds this process used so far.
+double ProcessCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// The machine's 1-minute load average: the figures mean little on a machine
+// that is busy with something else, so the report says how busy it was.
+double LoadAverage1m() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
+// What the measured window cost besides the proposals themselves.
+struct Environment {
+  double load_avg_1m = -1;  // at the start of the window
+  double node0_cpu = 0;     // CPU cores node 0 (leader + clients) kept busy
+};
+
 struct ClientResult {
   std::vector<uint32_t> latencies_us;  // successful calls only
   std::map<std::string, uint64_t> failures;  // Status code name -> count
@@ -131,7 +157,8 @@ void RunClient(chorus::Node* node, int index, Clock::time_point end, ClientResul
   }
 }
 
-void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t executed) {
+void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t executed,
+            const Environment& env) {
   std::vector<uint32_t> all;
   std::map<std::string, uint64_t> failures;
   uint64_t failure_count = 0;
@@ -156,10 +183,11 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
         "{\"bench\":\"propose\",\"ops_per_sec\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
         "\"p999_ms\":%.3f,\"max_ms\":%.3f,\"ops\":%zu,\"failures\":%" PRIu64
         ",\"failure_codes\":{%s},\"elapsed_s\":%.3f,\"executed_on_node0\":%" PRIu64
-        ",\"nodes\":3,\"clients\":%d,\"value_size\":%d,\"seconds\":%d,\"groups\":%d,"
+        ",\"node0_cpu_cores\":%.2f,\"load_avg_1m\":%.2f,\"cpus\":%u,\"nodes\":3,\"clients\":%d,\"value_size\":%d,\"seconds\":%d,\"groups\":%d,"
         "\"batch\":%s,\"batch_count\":%d,\"batch_delay_ms\":%d,\"max_inflight\":%d,"
         "\"sync_writes\":%s}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
+        env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
         FLAGS_clients, FLAGS_value_size, FLAGS_seconds, FLAGS_groups,
         FLAGS_batch ? "true" : "false", FLAGS_batch_count, FLAGS_batch_delay_ms,
         FLAGS_max_inflight, FLAGS_sync_writes ? "true" : "false");
@@ -175,6 +203,9 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
                 "max ms", "ok", "failures", "codes");
     std::printf("%12.1f %9.3f %9.3f %9.3f %9.3f %10zu %9" PRIu64 "  %s\n", ops, p50, p99, p999,
                 max, all.size(), failure_count, codes.empty() ? "-" : codes.c_str());
+    std::printf("(latencies of successful calls; node 0 kept %.2f of %u CPUs busy; "
+                "load average %.2f at start)\n",
+                env.node0_cpu, std::thread::hardware_concurrency(), env.load_avg_1m);
   }
   std::fflush(stdout);
 }
@@ -232,6 +263,9 @@ int RunNode() {
 
   std::vector<ClientResult> results(static_cast<size_t>(FLAGS_clients));
   std::vector<std::thread> threads;
+  Environment env;
+  env.load_avg_1m = LoadAverage1m();
+  const double cpu_before = ProcessCpuSeconds();
   const auto start = Clock::now();
   const auto end = start + std::chrono::seconds(FLAGS_seconds);
   for (int i = 0; i < FLAGS_clients; ++i) {
@@ -239,9 +273,10 @@ int RunNode() {
   }
   for (std::thread& t : threads) t.join();
   const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  env.node0_cpu = (ProcessCpuSeconds() - cpu_before) / elapsed_s;
   uint64_t executed = 0;
   for (const auto& m : machines) executed += m->executed();
-  Report(elapsed_s, results, executed - executed_before);
+  Report(elapsed_s, results, executed - executed_before, env);
   node->Stop();
   return 0;
 }
