@@ -265,6 +265,10 @@ int Main() {
     std::printf("notifier_bench: rounds=%d reps=%d warmup=%d cpus=%s unit=%s per round trip\n",
                 FLAGS_rounds, FLAGS_reps, FLAGS_warmup,
                 FLAGS_cpus.empty() ? "unpinned" : FLAGS_cpus.c_str(), CycleClockUnit());
+    if (FLAGS_cpus.empty()) {
+      std::printf("note: unpinned; on a busy machine both threads may share one CPU and the\n"
+                  "      spin hand-off then costs a context switch per round. Use --cpus=A,B.\n");
+    }
     std::printf("%-12s %-15s %4s %10s %10s %10s %10s %14s\n", "mode", "backend", "fds", "median",
                 "min", "max", "mean", "ratio_to_pipe");
   }
