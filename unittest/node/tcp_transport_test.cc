@@ -178,7 +178,7 @@ TEST_F(TcpTransportTest, ThreeNodesExchangeManyMessagesIntact) {
     ASSERT_TRUE(ts[i]->Start(inbox[i].receiver()).ok());
   }
   const size_t sizes[] = {0, 1, 7, 100, 4096, 65536, 100000, 1 << 20};
-  constexpr int kPerPair = 120;
+  constexpr int kPerPair = 60;
   std::map<std::pair<int, int>, std::vector<std::string>> sent;
   // Each node sends from its own thread, to everyone including itself.
   std::vector<std::thread> senders;
@@ -395,6 +395,17 @@ TEST_F(TcpTransportTest, SendToSelfIsDelivered) {
     EXPECT_EQ(nodes_[0].id(), got[i].first);
     EXPECT_EQ(std::to_string(i), got[i].second);
   }
+}
+
+TEST_F(TcpTransportTest, StartFailsClearlyWhenThePortIsTaken) {
+  MakeNodes(1);
+  Inbox inbox;
+  auto a = Make(OptionsFor(0));
+  ASSERT_TRUE(a->Start(inbox.receiver()).ok());
+  auto b = Make(OptionsFor(0));  // same address
+  Status s = b->Start(inbox.receiver());
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find(nodes_[0].ToString())) << s.message();
 }
 
 TEST_F(TcpTransportTest, InvalidOptionsAreRejected) {
