@@ -3,8 +3,8 @@
 # Debian 12 machine:
 #   scripts/test.sh
 # 1. installs missing Debian packages, 2. builds (warnings are errors) and runs
-# the whole test suite with ctest, 3. builds the utils tests with
-# ThreadSanitizer and runs them.
+# the whole test suite with ctest, 3. builds with ThreadSanitizer and runs the
+# utils and node (runtime, transport, log, in-process cluster) tests under it.
 # Set CHORUS_SKIP_TSAN=1 to skip step 3 locally.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +19,9 @@ echo "== ctest =="
 ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
 
 if [ "${CHORUS_SKIP_TSAN:-0}" != "1" ]; then
-  echo "== ThreadSanitizer: utils tests =="
+  echo "== ThreadSanitizer: utils and node tests =="
   scripts/build.sh build-tsan -DCHORUS_SANITIZE=thread -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=OFF
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L '^utils$' --timeout 600
+    ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L '^(utils|node)$' --timeout 600
 fi
 echo "== all tests passed =="

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "unittest/support/test_util.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -21,6 +23,9 @@
 namespace chorus {
 namespace {
 
+using testing::CountOpenFds;
+using testing::FreePort;
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
@@ -29,40 +34,7 @@ constexpr uint64_t kCluster = 4242;
 // Generous: the machine running the tests may be loaded.
 constexpr auto kDeadline = seconds(30);
 
-// Returns a port that was free a moment ago.
-uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(0, bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
-  socklen_t len = sizeof(addr);
-  EXPECT_EQ(0, getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len));
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-int CountOpenFds() {
-  int count = 0;
-  DIR* d = opendir("/proc/self/fd");
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] != '.') ++count;
-  }
-  closedir(d);
-  return count - 1;  // the DIR itself
-}
-
-// Waits until pred() holds or the deadline passes; returns pred().
-bool WaitUntil(const std::function<bool()>& pred) {
-  const auto end = steady_clock::now() + kDeadline;
-  while (!pred()) {
-    if (steady_clock::now() > end) return pred();
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return true;
-}
+bool WaitUntil(const std::function<bool()>& pred) { return testing::WaitUntil(pred, kDeadline); }
 
 // Collects what a transport receives.
 class Inbox {
@@ -178,7 +150,7 @@ TEST_F(TcpTransportTest, ThreeNodesExchangeManyMessagesIntact) {
     ASSERT_TRUE(ts[i]->Start(inbox[i].receiver()).ok());
   }
   const size_t sizes[] = {0, 1, 7, 100, 4096, 65536, 100000, 1 << 20};
-  constexpr int kPerPair = 120;
+  constexpr int kPerPair = 60;
   std::map<std::pair<int, int>, std::vector<std::string>> sent;
   // Each node sends from its own thread, to everyone including itself.
   std::vector<std::thread> senders;
@@ -395,6 +367,17 @@ TEST_F(TcpTransportTest, SendToSelfIsDelivered) {
     EXPECT_EQ(nodes_[0].id(), got[i].first);
     EXPECT_EQ(std::to_string(i), got[i].second);
   }
+}
+
+TEST_F(TcpTransportTest, StartFailsClearlyWhenThePortIsTaken) {
+  MakeNodes(1);
+  Inbox inbox;
+  auto a = Make(OptionsFor(0));
+  ASSERT_TRUE(a->Start(inbox.receiver()).ok());
+  auto b = Make(OptionsFor(0));  // same address
+  Status s = b->Start(inbox.receiver());
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find(nodes_[0].ToString())) << s.message();
 }
 
 TEST_F(TcpTransportTest, InvalidOptionsAreRejected) {

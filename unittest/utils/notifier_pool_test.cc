@@ -12,20 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include "unittest/support/test_util.h"
+
 namespace chorus {
 namespace {
 
-// Open file descriptors of this process, not counting the one used to list them.
-int CountOpenFds() {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return -1;
-  int n = 0;
-  while (struct dirent* e = readdir(dir)) {
-    if (e->d_name[0] != '.') n++;
-  }
-  closedir(dir);
-  return n - 1;
-}
+using testing::CountOpenFds;
 
 Notifier* MustGet(NotifierPool* pool) {
   Notifier* n = nullptr;

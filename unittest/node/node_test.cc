@@ -1,0 +1,476 @@
+// A real 3-node cluster in one process over loopback TCP: proposals from
+// every node, stops, restarts and catch-up, quorum loss and recovery, batch
+// propose from many threads, garbage on the wire, and every invalid option.
+#include "chorus/node.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "unittest/support/test_util.h"
+
+namespace chorus {
+namespace {
+
+using testing::FreePort;
+using testing::TempDir;
+using testing::WaitUntil;
+
+// Records what it executes; answers the proposer with "ok:<value>"; values
+// starting with "reject" are refused (deterministically) with Conflict.
+class RecordingStateMachine : public StateMachine {
+ public:
+  explicit RecordingStateMachine(int id = 1) : id_(id) {}
+  int id() const override { return id_; }
+  Status Execute(uint32_t group, uint64_t instance, const std::string& value,
+                 ExecuteContext* ctx) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    log_.push_back({group, instance, value});
+    if (ctx != nullptr) ctx->output = "ok:" + value;
+    if (value.rfind("reject", 0) == 0) return Status::Conflict("rejected by the state machine");
+    return Status::OK();
+  }
+  struct Entry {
+    uint32_t group;
+    uint64_t instance;
+    std::string value;
+    bool operator==(const Entry& o) const {
+      return group == o.group && instance == o.instance && value == o.value;
+    }
+  };
+  std::vector<Entry> log() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return log_;
+  }
+  std::vector<std::string> values() const {
+    std::vector<std::string> v;
+    for (const Entry& e : log()) v.push_back(e.value);
+    return v;
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return log_.size();
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    log_.clear();
+  }
+
+ private:
+  const int id_;
+  mutable std::mutex mu_;
+  std::vector<Entry> log_;  // GUARDED_BY(mu_)
+};
+
+class Cluster {
+ public:
+  explicit Cluster(int n, int groups = 1) : groups_(groups) {
+    for (int i = 0; i < n; ++i) nodes_.push_back(NodeInfo{"127.0.0.1", FreePort()});
+    for (int i = 0; i < n; ++i) machines_.push_back(std::make_unique<RecordingStateMachine>());
+    running_.resize(n);
+  }
+  ~Cluster() {
+    for (auto& node : running_) node.reset();
+  }
+
+  Options OptionsFor(int i) const {
+    Options o;
+    o.self = nodes_[i];
+    o.nodes = nodes_;
+    o.cluster_id = 77;
+    o.group_count = groups_;
+    o.data_dir = dir_.path() + "/n" + std::to_string(i);
+    for (int g = 0; g < groups_; ++g) {
+      o.state_machines.push_back({static_cast<uint32_t>(g), machines_[i].get()});
+    }
+    o.propose_timeout_ms = propose_timeout_ms;
+    o.prepare_timeout_ms = 100;
+    o.accept_timeout_ms = 100;
+    o.learn_interval_ms = 100;
+    o.log_level = LogLevel::kNone;
+    return o;
+  }
+
+  Status Start(int i) {
+    // A restarted node replays its log into a fresh (in-memory) state machine.
+    machines_[i]->Clear();
+    return Node::Open(OptionsFor(i), &running_[i]);
+  }
+  void StartAll() {
+    for (size_t i = 0; i < nodes_.size(); ++i) ASSERT_TRUE(Start(static_cast<int>(i)).ok());
+  }
+  void Stop(int i) { running_[i].reset(); }
+  Node* node(int i) { return running_[i].get(); }
+  // Used by nodes started from now on.
+  int propose_timeout_ms = 10000;
+  RecordingStateMachine* machine(int i) { return machines_[i].get(); }
+  const NodeInfo& info(int i) const { return nodes_[i]; }
+
+ private:
+  const int groups_;
+  TempDir dir_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<std::unique_ptr<RecordingStateMachine>> machines_;
+  std::vector<std::unique_ptr<Node>> running_;
+};
+
+bool AllExecutedSame(Cluster* c, const std::vector<int>& members, size_t count) {
+  return WaitUntil([&] {
+    for (int i : members) {
+      if (c->machine(i)->size() < count) return false;
+    }
+    return true;
+  }) && [&] {
+    auto first = c->machine(members[0])->log();
+    for (int i : members) {
+      if (!(c->machine(i)->log() == first)) return false;
+    }
+    return true;
+  }();
+}
+
+TEST(NodeTest, ProposalsFromEveryNodeExecuteInTheSameOrderEverywhere) {
+  Cluster c(3);
+  c.StartAll();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 20; ++k) {
+        uint64_t instance = 0;
+        ExecuteContext ctx;
+        std::string v = "n" + std::to_string(i) + "-" + std::to_string(k);
+        Status s = c.node(i)->Propose(0, v, &instance, &ctx);
+        if (!s.ok() || ctx.output != "ok:" + v) failures++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_TRUE(AllExecutedSame(&c, {0, 1, 2}, 60));
+  auto log = c.machine(0)->log();
+  std::set<std::string> distinct;
+  for (size_t i = 0; i < log.size(); ++i) {
+    distinct.insert(log[i].value);
+    if (i > 0) {
+      EXPECT_LT(log[i - 1].instance, log[i].instance);
+    }
+  }
+  EXPECT_EQ(distinct.size(), 60u);
+  EXPECT_GE(c.node(0)->GetNowInstanceId(0), 60u);
+}
+
+TEST(NodeTest, ProposeReportsTheInstanceAndTheStateMachineResult) {
+  Cluster c(3);
+  c.StartAll();
+  uint64_t instance = 0;
+  ExecuteContext ctx;
+  ASSERT_TRUE(c.node(1)->Propose(0, "hello", &instance, &ctx).ok());
+  EXPECT_EQ(ctx.output, "ok:hello");
+  ASSERT_TRUE(WaitUntil([&] { return c.machine(1)->size() >= 1; }));
+  auto log = c.machine(1)->log();
+  bool found = false;
+  for (const auto& e : log) found = found || (e.value == "hello" && e.instance == instance);
+  EXPECT_TRUE(found);
+  // The state machine's own refusal comes back as Propose's status.
+  Status s = c.node(1)->Propose(0, "reject-me", &instance, nullptr);
+  EXPECT_TRUE(s.IsConflict()) << s.ToString();
+}
+
+TEST(NodeTest, StoppedNodeCatchesUpAfterRestart) {
+  Cluster c(3);
+  c.StartAll();
+  uint64_t instance = 0;
+  for (int k = 0; k < 5; ++k) ASSERT_TRUE(c.node(0)->Propose(0, "a" + std::to_string(k), &instance).ok());
+  c.Stop(2);
+  // The other two go on without it.
+  for (int k = 0; k < 20; ++k) {
+    ASSERT_TRUE(c.node(k % 2)->Propose(0, "b" + std::to_string(k), &instance).ok());
+  }
+  ASSERT_TRUE(c.Start(2).ok());
+  // It replays its own log and learns what it missed from its peers.
+  ASSERT_TRUE(AllExecutedSame(&c, {0, 1, 2}, 25));
+  // And it takes part again.
+  ASSERT_TRUE(c.node(2)->Propose(0, "after-restart", &instance).ok());
+  ASSERT_TRUE(AllExecutedSame(&c, {0, 1, 2}, 26));
+}
+
+TEST(NodeTest, QuorumLossTimesOutAndRecovers) {
+  Cluster c(3);
+  c.propose_timeout_ms = 3000;
+  c.StartAll();
+  uint64_t instance = 0;
+  ASSERT_TRUE(c.node(0)->Propose(0, "before", &instance).ok());
+  c.Stop(1);
+  c.Stop(2);
+  // Node 0 alone has no majority: its proposal must time out.
+  Status s = c.node(0)->Propose(0, "alone", &instance);
+  EXPECT_TRUE(s.IsTimeout()) << s.ToString();
+  ASSERT_TRUE(c.Start(1).ok());
+  s = c.node(0)->Propose(0, "back", &instance);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // "back" and the values before it are executed by both live nodes, in one order.
+  ASSERT_TRUE(WaitUntil([&] {
+    auto v = c.machine(1)->values();
+    return std::find(v.begin(), v.end(), "back") != v.end();
+  }));
+  EXPECT_EQ(c.machine(0)->values().front(), "before");
+}
+
+TEST(NodeTest, BatchProposeFrom32ThreadsGivesEachItsOwnResult) {
+  Cluster c(3);
+  c.StartAll();
+  constexpr int kThreads = 32, kEach = 10;
+  struct Result {
+    Status status;
+    uint64_t instance = 0;
+    uint32_t index = 0;
+    std::string output;
+  };
+  std::vector<std::vector<Result>> results(kThreads, std::vector<Result>(kEach));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kEach; ++k) {
+        ExecuteContext ctx;
+        Result& r = results[t][k];
+        r.status = c.node(t % 3)->BatchPropose(0, "t" + std::to_string(t) + "-" + std::to_string(k),
+                                               &r.instance, &r.index, &ctx);
+        r.output = ctx.output;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Rebuild (instance, index) -> value from what node 0 executed.
+  ASSERT_TRUE(AllExecutedSame(&c, {0, 1, 2}, kThreads * kEach));
+  std::map<std::pair<uint64_t, uint32_t>, std::string> executed;
+  uint64_t last_instance = UINT64_MAX;
+  uint32_t index = 0;
+  for (const auto& e : c.machine(0)->log()) {
+    index = (e.instance == last_instance) ? index + 1 : 0;
+    last_instance = e.instance;
+    executed[{e.instance, index}] = e.value;
+  }
+  size_t batched = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int k = 0; k < kEach; ++k) {
+      const Result& r = results[t][k];
+      const std::string v = "t" + std::to_string(t) + "-" + std::to_string(k);
+      ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+      EXPECT_EQ(r.output, "ok:" + v);
+      EXPECT_EQ(executed[std::make_pair(r.instance, r.index)], v);
+      if (r.index > 0) ++batched;
+    }
+  }
+  // With 32 concurrent proposers, some values must have shared an instance.
+  EXPECT_GT(batched, 0u);
+}
+
+TEST(NodeTest, GarbageOnTheWireDoesNotDisturbANode) {
+  Cluster c(3);
+  c.StartAll();
+  for (int round = 0; round < 5; ++round) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(c.info(0).port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+    std::string junk(4096, '\0');
+    for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<char>((i * 131 + round) & 0xff);
+    ASSERT_GT(write(fd, junk.data(), junk.size()), 0);
+    close(fd);
+  }
+  uint64_t instance = 0;
+  for (int k = 0; k < 10; ++k) {
+    Status s = c.node(0)->Propose(0, "still-fine-" + std::to_string(k), &instance);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  ASSERT_TRUE(AllExecutedSame(&c, {0, 1, 2}, 10));
+}
+
+TEST(NodeTest, ProposeRejectsBadInput) {
+  Cluster c(1, 2);
+  c.StartAll();
+  uint64_t instance = 0;
+  EXPECT_TRUE(c.node(0)->Propose(7, "x", &instance).IsInvalidArgument());
+  Options o = c.OptionsFor(0);
+  std::string big(o.max_value_bytes + 1, 'x');
+  EXPECT_TRUE(c.node(0)->Propose(0, big, &instance).IsTooLarge());
+  ExecuteContext ctx;
+  ctx.state_machine_id = 42;
+  EXPECT_TRUE(c.node(0)->Propose(0, "x", &instance, &ctx).IsInvalidArgument());
+  // A single node is its own majority: both groups work independently.
+  EXPECT_TRUE(c.node(0)->Propose(0, "g0", &instance).ok());
+  EXPECT_TRUE(c.node(0)->Propose(1, "g1", &instance).ok());
+  EXPECT_EQ(c.node(0)->GetNowInstanceId(1), 1u);
+  EXPECT_EQ(c.node(0)->node_id(), c.info(0).id());
+}
+
+TEST(NodeTest, StopAnswersWaitersWithStopped) {
+  Cluster c(3);
+  c.StartAll();
+  c.Stop(1);
+  c.Stop(2);
+  std::atomic<int> stopped{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      uint64_t instance = 0;
+      Status s = c.node(0)->Propose(0, "never", &instance);
+      (s.IsStopped() ? stopped : other)++;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  c.node(0)->Stop();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(stopped.load(), 4);
+  EXPECT_EQ(other.load(), 0);
+  uint64_t instance = 0;
+  EXPECT_TRUE(c.node(0)->Propose(0, "late", &instance).IsStopped());
+}
+
+TEST(NodeTest, OverloadIsRejectedWithBusy) {
+  Cluster c(3);
+  c.StartAll();
+  c.Stop(1);
+  c.Stop(2);
+  Options o = c.OptionsFor(0);
+  o.max_waiting_proposals = 2;
+  o.propose_timeout_ms = 3000;
+  c.Stop(0);
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      uint64_t instance = 0;
+      node->Propose(0, "stuck", &instance);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  uint64_t instance = 0;
+  Status s = node->Propose(0, "one-too-many", &instance);
+  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  node->Stop();
+  for (auto& t : threads) t.join();
+}
+
+class OptionsTest : public ::testing::Test {
+ protected:
+  Options Valid() {
+    Options o;
+    o.self = NodeInfo{"127.0.0.1", port_};
+    o.nodes = {o.self};
+    o.data_dir = dir_.path() + "/data";
+    o.state_machines = {{0, &sm1_}};
+    o.log_level = LogLevel::kNone;
+    return o;
+  }
+  Status Open(const Options& o) {
+    std::unique_ptr<Node> node;
+    return Node::Open(o, &node);
+  }
+  TempDir dir_;
+  uint16_t port_ = FreePort();
+  RecordingStateMachine sm1_{1}, sm1b_{1}, sm2_{2};
+};
+
+TEST_F(OptionsTest, ValidOptionsOpen) { EXPECT_TRUE(Open(Valid()).ok()); }
+
+TEST_F(OptionsTest, EveryInvalidOptionGetsItsStatus) {
+  Options o = Valid();
+  o.nodes.clear();
+  EXPECT_TRUE(Open(o).IsInvalidArgument());
+
+  o = Valid();
+  o.self = NodeInfo{"127.0.0.1", static_cast<uint16_t>(port_ + 1)};
+  Status s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("not in nodes"), std::string::npos) << s.ToString();
+
+  o = Valid();
+  o.nodes.push_back(o.self);
+  s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("twice"), std::string::npos) << s.ToString();
+
+  o = Valid();
+  o.group_count = 0;
+  EXPECT_TRUE(Open(o).IsInvalidArgument());
+
+  o = Valid();
+  o.state_machines = {{0, &sm1_}, {0, &sm1b_}};
+  s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("two state machines with id 1"), std::string::npos) << s.ToString();
+
+  o = Valid();
+  o.state_machines = {{0, &sm1_}, {1, &sm2_}};  // group 1 does not exist
+  EXPECT_TRUE(Open(o).IsInvalidArgument());
+
+  o = Valid();
+  o.data_dir = "";
+  EXPECT_TRUE(Open(o).IsInvalidArgument());
+
+  o = Valid();
+  o.propose_timeout_ms = 0;
+  EXPECT_TRUE(Open(o).IsInvalidArgument());
+
+  o = Valid();
+  o.max_value_bytes = o.max_frame_bytes;
+  EXPECT_TRUE(Open(o).IsInvalidArgument());
+}
+
+TEST_F(OptionsTest, UnwritableDataDirIsRefused) {
+  // A path below a regular file can never be created, even by root.
+  std::string file = dir_.path() + "/plain-file";
+  FILE* f = fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fclose(f);
+  Options o = Valid();
+  o.data_dir = file + "/data";
+  Status s = Open(o);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("plain-file"), std::string::npos) << s.ToString();
+}
+
+TEST_F(OptionsTest, ForeignDataDirIsRefused) {
+  Options o = Valid();
+  ASSERT_TRUE(Open(o).ok());  // creates the logs of cluster 1
+  o.cluster_id = 2;
+  Status s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("cluster"), std::string::npos) << s.ToString();
+}
+
+TEST_F(OptionsTest, StateMachinesOfSeveralGroups) {
+  Options o = Valid();
+  o.group_count = 2;
+  o.state_machines = {{0, &sm1_}, {0, &sm2_}, {1, &sm1b_}};
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  uint64_t instance = 0;
+  // Group 0 has two state machines: the proposer must pick one.
+  EXPECT_TRUE(node->Propose(0, "which?", &instance).IsInvalidArgument());
+  ExecuteContext ctx;
+  ctx.state_machine_id = 2;
+  ASSERT_TRUE(node->Propose(0, "for-2", &instance, &ctx).ok());
+  ASSERT_TRUE(node->Propose(1, "for-g1", &instance).ok());
+  EXPECT_EQ(sm2_.values(), std::vector<std::string>{"for-2"});
+  EXPECT_TRUE(sm1_.values().empty());
+  EXPECT_EQ(sm1b_.values(), std::vector<std::string>{"for-g1"});
+}
+
+}  // namespace
+}  // namespace chorus

@@ -1,0 +1,91 @@
+// Helpers shared by the tests: free loopback ports, temp dirs, fd counting,
+// waiting for a condition with a generous deadline (never a speed check).
+#ifndef CHORUS_UNITTEST_SUPPORT_TEST_UTIL_H_
+#define CHORUS_UNITTEST_SUPPORT_TEST_UTIL_H_
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace chorus {
+namespace testing {
+
+// A loopback port that was free a moment ago (0 if none could be found).
+inline uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// Open file descriptors of this process.
+inline int CountOpenFds() {
+  int count = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') ++count;
+  }
+  closedir(d);
+  return count - 1;  // the DIR itself
+}
+
+// Polls pred() until it holds or `deadline` passes; returns pred().
+inline bool WaitUntil(const std::function<bool()>& pred,
+                      std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > end) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its content on
+// destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = getenv("TMPDIR");
+    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/chorus_test_XXXXXX";
+    path_ = mkdtemp(&tmpl[0]) != nullptr ? tmpl : std::string();
+  }
+  ~TempDir() {
+    if (!path_.empty()) {
+      std::string cmd = "rm -rf '" + path_ + "'";
+      if (system(cmd.c_str()) != 0) {
+        // Leaving a temp dir behind is harmless.
+      }
+    }
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace testing
+}  // namespace chorus
+
+#endif  // CHORUS_UNITTEST_SUPPORT_TEST_UTIL_H_
