@@ -67,7 +67,9 @@ class Harness {
   // Executes a step's outputs in the contract's order.
   void Exec(int i, Outputs* out) {
     Node& n = *nodes_[i];
-    if (!out->persist.empty()) EXPECT_TRUE(n.log.Write(out->persist, out->sync).ok());
+    if (!out->persist.empty()) {
+      EXPECT_TRUE(n.log.Write(out->persist, out->sync).ok());
+    }
     for (auto& m : out->messages) {
       for (size_t j = 0; j < nodes_.size(); ++j) {
         if (static_cast<int>(j) == i) continue;

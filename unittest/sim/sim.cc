@@ -61,7 +61,7 @@ constexpr size_t kMaxPendingPerNode = 6;
 // loss breaks Paxos; crashing exactly there is what exposes a node that does
 // not persist them.
 constexpr uint64_t kCrashAfterPromisePpm = 400000;
-constexpr uint64_t kCrashAfterAcceptPpm = 20000;
+constexpr uint64_t kCrashAfterAcceptPpm = 5000;
 
 enum class EventType : uint8_t { kDeliver, kTimer, kChaos, kRestart, kHeal };
 
