@@ -15,7 +15,10 @@
 //     bucket's nearest, and wakes the timer thread (one futex syscall) only
 //     when the task is earlier than every task the timer thread knows of.
 //   * Unschedule is lock-free: one CAS on the task's version word. The task
-//     stays where it is; the timer thread drops it when it next sees it.
+//     stays where it is; the timer thread drops it when it next sees it, or
+//     the next Schedule into the same bucket recycles it at once if it is
+//     still the head of the bucket's list (the schedule-then-cancel pattern
+//     of RPC timeouts then never reaches the timer thread at all).
 //   * The timer thread alone owns a min-heap. It pulls the bucket lists into
 //     it, runs due tasks, and sweeps cancelled tasks out of it once it holds
 //     more than `heap_sweep_min_size` tasks.
@@ -154,6 +157,9 @@ class TimerThread {
   TaskId ScheduleTask(Callback fn, void* arg, Callback drop, int64_t run_ns);
   void Run();
   Bucket* CallerBucket();
+  // Moves cancelled tasks at the head of bucket's list to its free list.
+  // REQUIRES: bucket->mu held.
+  void RecycleCancelledHead(Bucket* bucket);
   // Moves every bucket's list into heap_ (dropping cancelled tasks) and gives
   // the buckets back the slots freed since the last pull.
   void PullBuckets();
