@@ -96,6 +96,18 @@ uint32_t ThreadSeq() {
   return tls_thread_seq;
 }
 
+// Every TimerThread gets a distinct serial, so a thread-local cache keyed by
+// it can never hit for a destroyed TimerThread whose address was reused.
+std::atomic<uint64_t> g_next_serial{1};
+
+// The calling thread's bucket in the TimerThread it used last: saves the
+// division on every call in the common one-TimerThread process.
+struct BucketCache {
+  uint64_t serial = 0;
+  void* bucket = nullptr;
+};
+thread_local BucketCache tls_bucket_cache;
+
 }  // namespace
 
 struct TimerThread::Task {
@@ -188,7 +200,10 @@ struct alignas(64) TimerThread::Bucket {
   std::atomic<uint64_t> cancelled{0};
 };
 
-TimerThread::TimerThread() : pool_(new TaskPool), nearest_run_ns_(kNever) {}
+TimerThread::TimerThread()
+    : serial_(g_next_serial.fetch_add(1, std::memory_order_relaxed)),
+      pool_(new TaskPool),
+      nearest_run_ns_(kNever) {}
 
 TimerThread::~TimerThread() {
   Stop();
@@ -243,7 +258,12 @@ void TimerThread::Stop() {
 }
 
 TimerThread::Bucket* TimerThread::CallerBucket() {
-  return &buckets_[ThreadSeq() % num_buckets_];
+  BucketCache& cache = tls_bucket_cache;
+  if (cache.serial != serial_) {
+    cache.bucket = &buckets_[ThreadSeq() % num_buckets_];
+    cache.serial = serial_;
+  }
+  return static_cast<Bucket*>(cache.bucket);
 }
 
 TimerThread::TaskId TimerThread::Schedule(Callback fn, void* arg, Clock::time_point when) {

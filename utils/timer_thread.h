@@ -171,6 +171,7 @@ class TimerThread {
   // Puts `task` on returns_ for its bucket (timer thread only).
   void FreeTask(Task* task);
 
+  const uint64_t serial_;  // distinct per TimerThread in this process
   TimerThreadOptions options_;
   std::unique_ptr<TaskPool> pool_;
   std::unique_ptr<Bucket[]> buckets_;  // options_.num_buckets of them
@@ -183,7 +184,9 @@ class TimerThread {
   std::atomic<bool> accepting_{false};
   bool started_ = false;  // Start was called (Start/Stop are not concurrent)
 
-  std::mutex mu_;
+  // Everything above is read-mostly (read on every Schedule/Unschedule); what
+  // follows is written by the timer thread, so it starts on its own cache line.
+  alignas(64) std::mutex mu_;
   // Earliest run time (ns on the steady clock) the timer thread will wake up
   // for without being signalled. GUARDED_BY(mu_).
   int64_t nearest_run_ns_;
@@ -198,7 +201,7 @@ class TimerThread {
   // Per bucket: slots freed since the bucket was last pulled (head, tail).
   std::vector<std::pair<Task*, Task*>> returns_;
 
-  std::atomic<uint64_t> triggered_{0};    // written by the timer thread only
+  alignas(64) std::atomic<uint64_t> triggered_{0};  // written by the timer thread only
   std::atomic<size_t> heap_size_{0};      // written by the timer thread only
 
   std::thread thread_;
