@@ -247,10 +247,12 @@ Status TimerThread::Start(const TimerThreadOptions& options) {
 
 void TimerThread::Stop() {
   if (!started_) return;
+  // Joining ourselves would hang forever: fail loudly instead.
+  CHORUS_TIMER_CHECK(std::this_thread::get_id() != thread_.get_id());
   accepting_.store(false, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_relaxed);
     nsignals_.fetch_add(1, std::memory_order_relaxed);
   }
   FutexWake(&nsignals_, INT_MAX);
@@ -335,8 +337,8 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
     bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (run_ns < nearest_run_ns_) {
-        nearest_run_ns_ = run_ns;
+      if (run_ns < nearest_run_ns_.load(std::memory_order_relaxed)) {
+        nearest_run_ns_.store(run_ns, std::memory_order_relaxed);
         nsignals_.fetch_add(1, std::memory_order_relaxed);
         // Only a sleeping timer thread needs the syscall; an awake one checks
         // nearest_run_ns_ under mu_ before it sleeps.
@@ -483,30 +485,37 @@ void TimerThread::SweepHeap() {
   sweep_threshold_ = std::max(options_.heap_sweep_min_size, 2 * kept);
 }
 
+// All of the timer thread's decisions that matter for correctness (may I
+// sleep, until when) are taken under mu_, so the atomics below are relaxed:
+// mu_ orders them. Only the per-task peek in the run loop reads them without
+// the lock; a stale value there just runs a task a moment before a just
+// scheduled earlier one (as if that Schedule came a moment later) or runs one
+// more task before noticing Stop.
 void TimerThread::Run() {
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       sleeping_ = false;
-      if (stop_) break;
+      if (stop_.load(std::memory_order_relaxed)) break;
       // From now on every Schedule earlier than its bucket's nearest lowers
       // this, so none is missed while we pull (see the check before sleeping).
-      nearest_run_ns_ = kNever;
+      nearest_run_ns_.store(kNever, std::memory_order_relaxed);
     }
     PullBuckets();
     if (heap_.size() > sweep_threshold_) SweepHeap();
 
     bool pull_again = false;
     bool stopping = false;
+    int64_t now = NowNanos();
     while (!heap_.empty()) {
       Task* t = heap_.front();
-      if (t->run_ns > NowNanos()) break;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        stopping = stop_;
-        // An earlier task was scheduled since we pulled: run it first.
-        pull_again = t->run_ns > nearest_run_ns_;
+      if (t->run_ns > now) {
+        now = NowNanos();
+        if (t->run_ns > now) break;
       }
+      stopping = stop_.load(std::memory_order_relaxed);
+      // An earlier task was scheduled since we pulled: run it first.
+      pull_again = t->run_ns > nearest_run_ns_.load(std::memory_order_relaxed);
       if (stopping || pull_again) break;
       std::pop_heap(heap_.begin(), heap_.end(), TaskLater{});
       heap_.pop_back();
@@ -520,15 +529,16 @@ void TimerThread::Run() {
     int32_t expected_signals;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) break;
-      if (next_run > nearest_run_ns_) continue;  // something earlier is in a bucket
-      nearest_run_ns_ = next_run;
+      if (stop_.load(std::memory_order_relaxed)) break;
+      // Something earlier is in a bucket: pull it.
+      if (next_run > nearest_run_ns_.load(std::memory_order_relaxed)) continue;
+      nearest_run_ns_.store(next_run, std::memory_order_relaxed);
       expected_signals = nsignals_.load(std::memory_order_relaxed);
       sleeping_ = true;
     }
     // Sleep until next_run, capped by max_wakeup_interval_ms. A Schedule that
     // bumped nsignals_ after we read it makes FutexWait return at once.
-    const int64_t now = NowNanos();
+    now = NowNanos();
     int64_t sleep_ns = next_run == kNever ? kNever : next_run - now;
     if (options_.max_wakeup_interval_ms > 0) {
       sleep_ns = std::min(sleep_ns, options_.max_wakeup_interval_ms * 1000000);

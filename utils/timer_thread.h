@@ -113,7 +113,7 @@ class TimerThread {
 
   // Stops accepting tasks and joins the timer thread. A callback that is
   // running finishes first; pending tasks never run. Idempotent; a no-op
-  // before Start. REQUIRES: not called from inside a callback.
+  // before Start. REQUIRES: not called from inside a callback (aborts).
   void Stop();
 
   // Runs fn(arg) on the timer thread at `when` or soon after (immediately if
@@ -188,9 +188,10 @@ class TimerThread {
   // follows is written by the timer thread, so it starts on its own cache line.
   alignas(64) std::mutex mu_;
   // Earliest run time (ns on the steady clock) the timer thread will wake up
-  // for without being signalled. GUARDED_BY(mu_).
-  int64_t nearest_run_ns_;
-  bool stop_ = false;      // GUARDED_BY(mu_)
+  // for without being signalled. Written under mu_; read under mu_, except for
+  // one relaxed peek per due task by the timer thread (see Run).
+  std::atomic<int64_t> nearest_run_ns_;
+  std::atomic<bool> stop_{false};  // written under mu_; peeked like nearest_run_ns_
   bool sleeping_ = false;  // GUARDED_BY(mu_): the timer thread is (about to be) in FutexWait
   // Futex word: bumped under mu_ whenever the timer thread must wake early.
   std::atomic<int32_t> nsignals_{0};
