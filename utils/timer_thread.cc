@@ -24,6 +24,7 @@
 #include "utils/timer_thread.h"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -100,11 +101,14 @@ uint32_t ThreadSeq() {
 // it can never hit for a destroyed TimerThread whose address was reused.
 std::atomic<uint64_t> g_next_serial{1};
 
-// The calling thread's bucket in the TimerThread it used last: saves the
-// division on every call in the common one-TimerThread process.
+// What the calling thread uses in the TimerThread it used last: its bucket,
+// and its cancel counter (null until its first successful Unschedule). Saves
+// the division and the counter lookup on every call in the common
+// one-TimerThread process.
 struct BucketCache {
   uint64_t serial = 0;
   void* bucket = nullptr;
+  void* cancel_counter = nullptr;
 };
 thread_local BucketCache tls_bucket_cache;
 
@@ -193,11 +197,15 @@ struct alignas(64) TimerThread::Bucket {
   Task* head = nullptr;             // GUARDED_BY(mu): tasks not yet pulled
   int64_t nearest_run_ns = kNever;  // GUARDED_BY(mu): min run_ns in `head`
   Task* free_list = nullptr;        // GUARDED_BY(mu)
-  // Counters for stats(). `scheduled` is written under mu only (so a plain
-  // load+store, no locked RMW); `cancelled` is bumped by Unschedule callers
-  // hashed here. Relaxed: they order nothing.
+  // For stats(). Written under mu only, so a plain load+store (no locked
+  // RMW). Relaxed: it orders nothing.
   std::atomic<uint64_t> scheduled{0};
-  std::atomic<uint64_t> cancelled{0};
+};
+
+// Successful Unschedule calls of one thread: written by that thread alone, so
+// a relaxed load+store (no locked RMW) counts, on a line no one else writes.
+struct alignas(64) TimerThread::CancelCounter {
+  std::atomic<uint64_t> value{0};
 };
 
 TimerThread::TimerThread()
@@ -263,9 +271,31 @@ TimerThread::Bucket* TimerThread::CallerBucket() {
   BucketCache& cache = tls_bucket_cache;
   if (cache.serial != serial_) {
     cache.bucket = &buckets_[ThreadSeq() % num_buckets_];
+    cache.cancel_counter = nullptr;
     cache.serial = serial_;
   }
   return static_cast<Bucket*>(cache.bucket);
+}
+
+TimerThread::CancelCounter* TimerThread::CallerCancelCounter() {
+  CallerBucket();  // makes the cache ours
+  BucketCache& cache = tls_bucket_cache;
+  if (cache.cancel_counter == nullptr) {
+    // One counter per thread id. A thread that exited left its counter to the
+    // next thread that gets its id: still a single writer at any time.
+    const std::thread::id me = std::this_thread::get_id();
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    CancelCounter* found = nullptr;
+    for (auto& [id, counter] : cancel_counters_) {
+      if (id == me) found = counter.get();
+    }
+    if (found == nullptr) {
+      cancel_counters_.emplace_back(me, std::make_unique<CancelCounter>());
+      found = cancel_counters_.back().second.get();
+    }
+    cache.cancel_counter = found;
+  }
+  return static_cast<CancelCounter*>(cache.cancel_counter);
 }
 
 TimerThread::TaskId TimerThread::Schedule(Callback fn, void* arg, Clock::time_point when) {
@@ -387,7 +417,8 @@ int TimerThread::Unschedule(TaskId id) {
   // slot), so "already ran" (-1) also means "its effects are visible to you".
   if (t->version.compare_exchange_strong(expected, v + 2, std::memory_order_acquire,
                                          std::memory_order_acquire)) {
-    CallerBucket()->cancelled.fetch_add(1, std::memory_order_relaxed);
+    CancelCounter* c = CallerCancelCounter();
+    c->value.store(c->value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return 0;
   }
   return expected == v + 1 ? 1 : -1;
@@ -398,8 +429,13 @@ TimerThread::Stats TimerThread::stats() const {
   size_t n = published_buckets_.load(std::memory_order_acquire);
   s.triggered = triggered_.load(std::memory_order_relaxed);
   for (size_t i = 0; i < n; ++i) {
-    s.cancelled += buckets_[i].cancelled.load(std::memory_order_relaxed);
     s.scheduled += buckets_[i].scheduled.load(std::memory_order_relaxed);
+  }
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    for (const auto& entry : cancel_counters_) {
+      s.cancelled += entry.second->value.load(std::memory_order_relaxed);
+    }
   }
   uint64_t done = s.triggered + s.cancelled;
   s.pending = s.scheduled > done ? s.scheduled - done : 0;
@@ -492,6 +528,7 @@ void TimerThread::SweepHeap() {
 // scheduled earlier one (as if that Schedule came a moment later) or runs one
 // more task before noticing Stop.
 void TimerThread::Run() {
+  pthread_setname_np(pthread_self(), "chorus_timer");  // best effort, for top/perf
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mu_);

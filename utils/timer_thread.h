@@ -152,11 +152,13 @@ class TimerThread {
   struct Task;
   struct TaskLater;
   struct Bucket;
+  struct CancelCounter;
   class TaskPool;
 
   TaskId ScheduleTask(Callback fn, void* arg, Callback drop, int64_t run_ns);
   void Run();
   Bucket* CallerBucket();
+  CancelCounter* CallerCancelCounter();
   // Moves cancelled tasks at the head of bucket's list to its free list.
   // REQUIRES: bucket->mu held.
   void RecycleCancelledHead(Bucket* bucket);
@@ -183,6 +185,10 @@ class TimerThread {
   // the release store in Start so that buckets_/pool_ are visible.
   std::atomic<bool> accepting_{false};
   bool started_ = false;  // Start was called (Start/Stop are not concurrent)
+
+  mutable std::mutex counters_mu_;
+  // One per thread that ever cancelled a task. GUARDED_BY(counters_mu_).
+  std::vector<std::pair<std::thread::id, std::unique_ptr<CancelCounter>>> cancel_counters_;
 
   // Everything above is read-mostly (read on every Schedule/Unschedule); what
   // follows is written by the timer thread, so it starts on its own cache line.
