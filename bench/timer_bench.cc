@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -55,21 +56,16 @@ int64_t NowNs() {
 
 void Noop(void*) {}
 
-// Lateness samples; appended by the timer thread only (callbacks run one at a
-// time on it), read after Stop joined it.
-struct LatenessSink {
-  std::vector<int64_t> late_ns;
-};
+// Lateness samples of the cell being run; appended by the timer thread only
+// (callbacks run one at a time on it). Set before the timer starts (thread
+// creation orders it), read after Stop joined the timer thread.
+std::vector<int64_t>* g_late_ns = nullptr;
 
-struct ShortTimer {
-  int64_t due_ns;
-  LatenessSink* sink;
-};
-
+// A firing timer's arg is its due time itself (ns), so scheduling one
+// allocates nothing and the callback touches no worker-owned memory.
 void RecordLateness(void* arg) {
-  auto* s = static_cast<ShortTimer*>(arg);
-  s->sink->late_ns.push_back(NowNs() - s->due_ns);
-  delete s;
+  const int64_t due_ns = static_cast<int64_t>(reinterpret_cast<intptr_t>(arg));
+  g_late_ns->push_back(NowNs() - due_ns);
 }
 
 struct CellResult {
@@ -79,6 +75,9 @@ struct CellResult {
 
 template <typename Timer>
 CellResult RunCell(int threads) {
+  std::vector<int64_t> late_ns;
+  late_ns.reserve(1 << 20);
+  g_late_ns = &late_ns;
   Timer timer;
   TimerThreadOptions options;
   options.num_buckets = static_cast<size_t>(FLAGS_buckets);
@@ -87,8 +86,6 @@ CellResult RunCell(int threads) {
     std::fprintf(stderr, "Start: %s\n", s.ToString().c_str());
     std::exit(1);
   }
-  LatenessSink sink;
-  sink.late_ns.reserve(1 << 16);
   std::atomic<bool> go{false};
   std::atomic<bool> stop{false};
   std::vector<uint64_t> ops(static_cast<size_t>(threads) * 16, 0);  // padded slots
@@ -109,11 +106,11 @@ CellResult RunCell(int threads) {
           if (FLAGS_short_every > 0 && --until_short == 0) {
             until_short = FLAGS_short_every;
             auto when = Clock::now() + short_delay;
-            auto* st = new ShortTimer{
+            auto due_ns =
                 std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch())
-                    .count(),
-                &sink};
-            if (timer.Schedule(&RecordLateness, st, when) == 0) delete st;
+                    .count();
+            timer.Schedule(&RecordLateness, reinterpret_cast<void*>(static_cast<intptr_t>(due_ns)),
+                           when);
           }
           auto id = timer.Schedule(&Noop, nullptr, now + timeout);
           if (timer.Unschedule(id) != 0) {
@@ -132,18 +129,18 @@ CellResult RunCell(int threads) {
   stop.store(true, std::memory_order_relaxed);
   auto elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& w : workers) w.join();
-  timer.Stop();  // joins the timer thread: sink is ours now
-  // Short timers still pending never fire; their ShortTimer leaks (bench only,
-  // a few dozen per cell at most).
+  timer.Stop();  // joins the timer thread: late_ns is ours again
+  g_late_ns = nullptr;
   CellResult r;
   uint64_t total = 0;
   for (int t = 0; t < threads; ++t) total += ops[static_cast<size_t>(t) * 16];
   r.ops_per_sec = static_cast<double>(total) / elapsed;
-  r.late_ns = std::move(sink.late_ns);
+  r.late_ns = std::move(late_ns);
   return r;
 }
 
 double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;

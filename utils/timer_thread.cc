@@ -54,6 +54,9 @@ constexpr int64_t kNever = INT64_MAX;
 constexpr uint32_t kChunkShift = 12;
 constexpr uint32_t kChunkSize = 1u << kChunkShift;  // 4096 slots
 constexpr uint32_t kMaxChunks = 1u << 14;           // 2^26 slots at most
+// Passes in a row that may skip a busy bucket holding due tasks (yielding in
+// between) before the timer thread waits for that bucket's lock.
+constexpr int kMaxBusyRetries = 16;
 // Fresh slots a bucket takes from the pool at once when its free list is empty.
 constexpr uint32_t kRefillBatch = 64;
 // First version of a fresh slot: "free" (2 mod 4); its first use is 4.
@@ -195,7 +198,9 @@ class TimerThread::TaskPool {
 struct alignas(64) TimerThread::Bucket {
   std::mutex mu;
   Task* head = nullptr;             // GUARDED_BY(mu): tasks not yet pulled
-  int64_t nearest_run_ns = kNever;  // GUARDED_BY(mu): min run_ns in `head`
+  // Min run_ns in `head` (or earlier). Written under mu; the timer thread may
+  // also peek at it without mu (see PullBuckets), hence atomic (relaxed).
+  std::atomic<int64_t> nearest_run_ns{kNever};
   Task* free_list = nullptr;        // GUARDED_BY(mu)
   // For stats(). Written under mu only, so a plain load+store (no locked
   // RMW). Relaxed: it orders nothing.
@@ -354,8 +359,8 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
     t->drop = drop;
     t->next = bucket->head;
     bucket->head = t;
-    earliest_in_bucket = run_ns < bucket->nearest_run_ns;
-    if (earliest_in_bucket) bucket->nearest_run_ns = run_ns;
+    earliest_in_bucket = run_ns < bucket->nearest_run_ns.load(std::memory_order_relaxed);
+    if (earliest_in_bucket) bucket->nearest_run_ns.store(run_ns, std::memory_order_relaxed);
     bucket->scheduled.store(bucket->scheduled.load(std::memory_order_relaxed) + 1,
                             std::memory_order_relaxed);
     id = MakeId(v, t->slot);
@@ -476,21 +481,39 @@ void TimerThread::RunTask(Task* t) {
   }
 }
 
-void TimerThread::PullBuckets() {
+int64_t TimerThread::PullBuckets(int64_t now, bool skip_busy_due, bool* skipped_due) {
+  int64_t skipped_nearest = kNever;
+  *skipped_due = false;
   for (size_t i = 0; i < num_buckets_; ++i) {
     Bucket& b = buckets_[i];
-    Task* list;
-    std::pair<Task*, Task*>& ret = returns_[i];
-    {
-      std::lock_guard<std::mutex> lock(b.mu);
-      list = b.head;
-      b.head = nullptr;
-      b.nearest_run_ns = kNever;
-      if (ret.first != nullptr) {
-        ret.second->next = b.free_list;
-        b.free_list = ret.first;
+    std::unique_lock<std::mutex> lock(b.mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      // A scheduler holds it, maybe preempted inside (more busy threads than
+      // cores): waiting for it would stall every other bucket for a time
+      // slice. Skip it, and remember its nearest so that we do not sleep past
+      // it. If it holds due tasks, Run retries soon (and after a few tries
+      // waits for the lock). Relaxed is enough: any nearest set before this
+      // pass began was followed by that Schedule's check of the global
+      // nearest under mu_, which our pass (begun under mu_) happens after, so
+      // we see it or a later, lower value; a Schedule still in flight does its
+      // global check after it unlocks.
+      const int64_t nearest = b.nearest_run_ns.load(std::memory_order_relaxed);
+      if (nearest > now || skip_busy_due) {
+        if (nearest <= now) *skipped_due = true;
+        skipped_nearest = std::min(skipped_nearest, nearest);
+        continue;
       }
+      lock.lock();
     }
+    Task* list = b.head;
+    b.head = nullptr;
+    b.nearest_run_ns.store(kNever, std::memory_order_relaxed);
+    std::pair<Task*, Task*>& ret = returns_[i];
+    if (ret.first != nullptr) {
+      ret.second->next = b.free_list;
+      b.free_list = ret.first;
+    }
+    lock.unlock();
     ret = {nullptr, nullptr};
     while (list != nullptr) {
       Task* next = list->next;
@@ -505,6 +528,7 @@ void TimerThread::PullBuckets() {
       list = next;
     }
   }
+  return skipped_nearest;
 }
 
 void TimerThread::SweepHeap() {
@@ -538,12 +562,15 @@ void TimerThread::Run() {
       // this, so none is missed while we pull (see the check before sleeping).
       nearest_run_ns_.store(kNever, std::memory_order_relaxed);
     }
-    PullBuckets();
+    int64_t now = NowNanos();
+    bool skipped_due = false;
+    const int64_t skipped_nearest =
+        PullBuckets(now, busy_retries_ < kMaxBusyRetries, &skipped_due);
+    busy_retries_ = skipped_due ? busy_retries_ + 1 : 0;
     if (heap_.size() > sweep_threshold_) SweepHeap();
 
     bool pull_again = false;
     bool stopping = false;
-    int64_t now = NowNanos();
     while (!heap_.empty()) {
       Task* t = heap_.front();
       if (t->run_ns > now) {
@@ -562,7 +589,8 @@ void TimerThread::Run() {
     if (stopping) break;
     if (pull_again) continue;
 
-    const int64_t next_run = heap_.empty() ? kNever : heap_.front()->run_ns;
+    const int64_t next_run =
+        std::min(skipped_nearest, heap_.empty() ? kNever : heap_.front()->run_ns);
     int32_t expected_signals;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -580,7 +608,11 @@ void TimerThread::Run() {
     if (options_.max_wakeup_interval_ms > 0) {
       sleep_ns = std::min(sleep_ns, options_.max_wakeup_interval_ms * 1000000);
     }
-    if (sleep_ns <= 0) continue;
+    if (sleep_ns <= 0) {
+      // Due tasks wait in a busy bucket: let its holder run, then retry.
+      if (skipped_due) std::this_thread::yield();
+      continue;
+    }
     if (sleep_ns == kNever) {
       FutexWait(&nsignals_, expected_signals, nullptr);
     } else {

@@ -163,8 +163,11 @@ class TimerThread {
   // REQUIRES: bucket->mu held.
   void RecycleCancelledHead(Bucket* bucket);
   // Moves every bucket's list into heap_ (dropping cancelled tasks) and gives
-  // the buckets back the slots freed since the last pull.
-  void PullBuckets();
+  // the buckets back the slots freed since the last pull. A bucket whose lock
+  // is busy is skipped if it holds no task due at `now`, or if skip_busy_due
+  // (then *skipped_due tells whether it did so). Returns the earliest run
+  // time among skipped buckets (INT64_MAX if none).
+  int64_t PullBuckets(int64_t now, bool skip_busy_due, bool* skipped_due);
   void SweepHeap();
   // Runs `task` unless it was cancelled, then frees it.
   void RunTask(Task* task);
@@ -205,6 +208,7 @@ class TimerThread {
   // Owned by the timer thread alone (and by the destructor after the join).
   std::vector<Task*> heap_;
   size_t sweep_threshold_ = 0;
+  int busy_retries_ = 0;  // passes in a row that skipped a busy bucket with due tasks
   // Per bucket: slots freed since the bucket was last pulled (head, tail).
   std::vector<std::pair<Task*, Task*>> returns_;
 
