@@ -5,9 +5,12 @@
 // Each worker loops: schedule a timer --timeout_us out, cancel it at once (an
 // RPC that got its answer). The deadline is computed from a clock read every
 // --clock_every iterations (an RPC layer has "now" at hand; with 1 the clock
-// read, which costs the same for both timers, is in the loop). Every --short_every-th iteration it also schedules
-// a timer --short_us out that is left to fire; the lateness of those (fire
-// time - due time) is reported as p50/p99. Cells run for --seconds each; the
+// read, which costs the same for both timers, is in the loop). Every
+// --short_every-th iteration it also schedules a timer --short_us out that is
+// left to fire; the lateness of those (fire time - due time) is reported as
+// p50/p99. Note the firing rate grows with the throughput, and with more busy
+// workers than cores the timer thread competes with them for CPU: lateness
+// then measures the OS scheduler as much as the timer. Cells run for --seconds each; the
 // --reps repetitions are interleaved (impl and thread count vary fastest) and
 // the median ops/s is reported; lateness percentiles pool all reps.
 //
