@@ -21,7 +21,9 @@
 //     of RPC timeouts then never reaches the timer thread at all).
 //   * The timer thread alone owns a min-heap. It pulls the bucket lists into
 //     it, runs due tasks, and sweeps cancelled tasks out of it once it holds
-//     more than `heap_sweep_min_size` tasks.
+//     more than `heap_sweep_min_size` tasks. It does not wait for a bucket
+//     whose lock is busy (its holder may be preempted) unless that bucket
+//     holds due tasks; it just does not sleep past that bucket's nearest.
 //   * Time is CLOCK_MONOTONIC (std::chrono::steady_clock): changing the wall
 //     clock changes nothing.
 //   * Task memory comes from chunks of slots that are never freed while the
