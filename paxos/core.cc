@@ -276,10 +276,9 @@ Status Core::ReadChosen(uint64_t instance, ChosenValue* value) {
   uint32_t checksum = 0;
   Status s = learner_->Applied(instance, &bytes, &checksum);
   if (!s.ok()) return s;
-  uint64_t proposer = 0, id = 0;
   *value = ChosenValue();
   value->instance = instance;
-  if (!DecodeValue(bytes, &proposer, &id, &value->value)) {
+  if (!DecodeValue(bytes, &value->proposer, &value->proposal_id, &value->value)) {
     return Status::Corruption("paxos log: instance " + std::to_string(instance) +
                               " holds no value envelope");
   }

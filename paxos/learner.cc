@@ -89,8 +89,7 @@ void Learner::ApplyOne(uint64_t instance, const std::string& value) {
 
   paxos::ChosenValue out;
   out.instance = instance;
-  uint64_t proposer = 0, id = 0;
-  if (!DecodeValue(value, &proposer, &id, &out.value)) {
+  if (!DecodeValue(value, &out.proposer, &out.proposal_id, &out.value)) {
     // Only envelopes are ever proposed; anything else is a bug or an attack
     // that got past a majority. Refuse to go on.
     Halt(Status::Corruption("paxos: chosen value at instance " + std::to_string(instance) +

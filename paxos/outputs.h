@@ -51,6 +51,8 @@ struct ChosenValue {
   // application value; skip it (its instance id is still used).
   bool noop = false;
   std::string value;     // the proposer's bytes (empty for a noop)
+  uint64_t proposer = 0;     // node id of the proposer
+  uint64_t proposal_id = 0;  // unique per proposal of that proposer (random)
   bool ours = false;     // proposed through this Core object's Propose()
   uint64_t token = 0;    // the Propose() token, valid when ours
 };

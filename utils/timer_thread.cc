@@ -12,15 +12,19 @@
 // wins decides. A stale id (v' < v) matches no state of a later use, so it can
 // neither cancel nor report "running" for the new task.
 //
-// Slots are freed by the timer thread only: into returns_[bucket], and from
-// there onto that bucket's free list the next time the timer thread holds the
-// bucket lock anyway (when it pulls the bucket). So a Schedule takes one lock
-// (its bucket's) for the allocation and the insert together, and freeing takes
-// no extra lock at all.
+// Slots are freed in two places, both without extra locking:
+//  * by the timer thread (ran, or found cancelled): into returns_[bucket], and
+//    from there onto that bucket's free list the next time it holds the
+//    bucket lock anyway (when it pulls the bucket);
+//  * by Schedule, for cancelled tasks still at the head of its bucket's list
+//    (RecycleCancelledHead), under the bucket lock it holds anyway.
+// So a Schedule takes one lock (its bucket's) for the allocation and the
+// insert together, and the usual schedule-cancel cycle stays in one cache.
 
 #include "utils/timer_thread.h"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -50,6 +54,9 @@ constexpr int64_t kNever = INT64_MAX;
 constexpr uint32_t kChunkShift = 12;
 constexpr uint32_t kChunkSize = 1u << kChunkShift;  // 4096 slots
 constexpr uint32_t kMaxChunks = 1u << 14;           // 2^26 slots at most
+// Passes in a row that may skip a busy bucket holding due tasks (yielding in
+// between) before the timer thread waits for that bucket's lock.
+constexpr int kMaxBusyRetries = 16;
 // Fresh slots a bucket takes from the pool at once when its free list is empty.
 constexpr uint32_t kRefillBatch = 64;
 // First version of a fresh slot: "free" (2 mod 4); its first use is 4.
@@ -92,6 +99,21 @@ uint32_t ThreadSeq() {
   }
   return tls_thread_seq;
 }
+
+// Every TimerThread gets a distinct serial, so a thread-local cache keyed by
+// it can never hit for a destroyed TimerThread whose address was reused.
+std::atomic<uint64_t> g_next_serial{1};
+
+// What the calling thread uses in the TimerThread it used last: its bucket,
+// and its cancel counter (null until its first successful Unschedule). Saves
+// the division and the counter lookup on every call in the common
+// one-TimerThread process.
+struct BucketCache {
+  uint64_t serial = 0;
+  void* bucket = nullptr;
+  void* cancel_counter = nullptr;
+};
+thread_local BucketCache tls_bucket_cache;
 
 }  // namespace
 
@@ -176,16 +198,25 @@ class TimerThread::TaskPool {
 struct alignas(64) TimerThread::Bucket {
   std::mutex mu;
   Task* head = nullptr;             // GUARDED_BY(mu): tasks not yet pulled
-  int64_t nearest_run_ns = kNever;  // GUARDED_BY(mu): min run_ns in `head`
+  // Min run_ns in `head` (or earlier). Written under mu; the timer thread may
+  // also peek at it without mu (see PullBuckets), hence atomic (relaxed).
+  std::atomic<int64_t> nearest_run_ns{kNever};
   Task* free_list = nullptr;        // GUARDED_BY(mu)
-  // Counters for stats(). `scheduled` is written under mu only (so a plain
-  // load+store, no locked RMW); `cancelled` is bumped by Unschedule callers
-  // hashed here. Relaxed: they order nothing.
+  // For stats(). Written under mu only, so a plain load+store (no locked
+  // RMW). Relaxed: it orders nothing.
   std::atomic<uint64_t> scheduled{0};
-  std::atomic<uint64_t> cancelled{0};
 };
 
-TimerThread::TimerThread() : pool_(new TaskPool), nearest_run_ns_(kNever) {}
+// Successful Unschedule calls of one thread: written by that thread alone, so
+// a relaxed load+store (no locked RMW) counts, on a line no one else writes.
+struct alignas(64) TimerThread::CancelCounter {
+  std::atomic<uint64_t> value{0};
+};
+
+TimerThread::TimerThread()
+    : serial_(g_next_serial.fetch_add(1, std::memory_order_relaxed)),
+      pool_(new TaskPool),
+      nearest_run_ns_(kNever) {}
 
 TimerThread::~TimerThread() {
   Stop();
@@ -229,10 +260,12 @@ Status TimerThread::Start(const TimerThreadOptions& options) {
 
 void TimerThread::Stop() {
   if (!started_) return;
+  // Joining ourselves would hang forever: fail loudly instead.
+  CHORUS_TIMER_CHECK(std::this_thread::get_id() != thread_.get_id());
   accepting_.store(false, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_relaxed);
     nsignals_.fetch_add(1, std::memory_order_relaxed);
   }
   FutexWake(&nsignals_, INT_MAX);
@@ -240,7 +273,34 @@ void TimerThread::Stop() {
 }
 
 TimerThread::Bucket* TimerThread::CallerBucket() {
-  return &buckets_[ThreadSeq() % num_buckets_];
+  BucketCache& cache = tls_bucket_cache;
+  if (cache.serial != serial_) {
+    cache.bucket = &buckets_[ThreadSeq() % num_buckets_];
+    cache.cancel_counter = nullptr;
+    cache.serial = serial_;
+  }
+  return static_cast<Bucket*>(cache.bucket);
+}
+
+TimerThread::CancelCounter* TimerThread::CallerCancelCounter() {
+  CallerBucket();  // makes the cache ours
+  BucketCache& cache = tls_bucket_cache;
+  if (cache.cancel_counter == nullptr) {
+    // One counter per thread id. A thread that exited left its counter to the
+    // next thread that gets its id: still a single writer at any time.
+    const std::thread::id me = std::this_thread::get_id();
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    CancelCounter* found = nullptr;
+    for (auto& [id, counter] : cancel_counters_) {
+      if (id == me) found = counter.get();
+    }
+    if (found == nullptr) {
+      cancel_counters_.emplace_back(me, std::make_unique<CancelCounter>());
+      found = cancel_counters_.back().second.get();
+    }
+    cache.cancel_counter = found;
+  }
+  return static_cast<CancelCounter*>(cache.cancel_counter);
 }
 
 TimerThread::TaskId TimerThread::Schedule(Callback fn, void* arg, Clock::time_point when) {
@@ -277,6 +337,7 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
   bool earliest_in_bucket;
   {
     std::lock_guard<std::mutex> lock(bucket->mu);
+    RecycleCancelledHead(bucket);
     Task* t = bucket->free_list;
     if (t == nullptr) {
       t = pool_->TakeFresh(kRefillBatch);
@@ -298,8 +359,8 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
     t->drop = drop;
     t->next = bucket->head;
     bucket->head = t;
-    earliest_in_bucket = run_ns < bucket->nearest_run_ns;
-    if (earliest_in_bucket) bucket->nearest_run_ns = run_ns;
+    earliest_in_bucket = run_ns < bucket->nearest_run_ns.load(std::memory_order_relaxed);
+    if (earliest_in_bucket) bucket->nearest_run_ns.store(run_ns, std::memory_order_relaxed);
     bucket->scheduled.store(bucket->scheduled.load(std::memory_order_relaxed) + 1,
                             std::memory_order_relaxed);
     id = MakeId(v, t->slot);
@@ -311,8 +372,8 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
     bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (run_ns < nearest_run_ns_) {
-        nearest_run_ns_ = run_ns;
+      if (run_ns < nearest_run_ns_.load(std::memory_order_relaxed)) {
+        nearest_run_ns_.store(run_ns, std::memory_order_relaxed);
         nsignals_.fetch_add(1, std::memory_order_relaxed);
         // Only a sleeping timer thread needs the syscall; an awake one checks
         // nearest_run_ns_ under mu_ before it sleeps.
@@ -322,6 +383,30 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
     if (wake) FutexWake(&nsignals_, 1);
   }
   return id;
+}
+
+// The RPC-timeout pattern is "schedule, cancel, schedule, cancel...", so the
+// head of the caller's bucket is usually a task the caller just cancelled.
+// Unlinking it here costs nothing (the line is in our cache and we hold the
+// lock), puts the slot straight back on the free list, and spares the timer
+// thread from visiting it. Only tasks without a `drop` are taken: a drop runs
+// user destructors, which must not run under the bucket lock (they might call
+// Schedule). bucket->nearest_run_ns may now be earlier than any listed task;
+// that is harmless: it only makes the timer thread wake up early once.
+void TimerThread::RecycleCancelledHead(Bucket* bucket) {
+  Task* t = bucket->head;
+  while (t != nullptr && t->drop == nullptr &&
+         // Relaxed: the winning CAS in Unschedule left nothing else to read;
+         // seeing "pending" by mistake just leaves the task to the timer thread.
+         t->version.load(std::memory_order_relaxed) != t->id_version) {
+    Task* next = t->next;
+    t->fn = nullptr;
+    t->arg = nullptr;
+    t->next = bucket->free_list;
+    bucket->free_list = t;
+    t = next;
+  }
+  bucket->head = t;
 }
 
 int TimerThread::Unschedule(TaskId id) {
@@ -337,7 +422,8 @@ int TimerThread::Unschedule(TaskId id) {
   // slot), so "already ran" (-1) also means "its effects are visible to you".
   if (t->version.compare_exchange_strong(expected, v + 2, std::memory_order_acquire,
                                          std::memory_order_acquire)) {
-    CallerBucket()->cancelled.fetch_add(1, std::memory_order_relaxed);
+    CancelCounter* c = CallerCancelCounter();
+    c->value.store(c->value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return 0;
   }
   return expected == v + 1 ? 1 : -1;
@@ -348,8 +434,13 @@ TimerThread::Stats TimerThread::stats() const {
   size_t n = published_buckets_.load(std::memory_order_acquire);
   s.triggered = triggered_.load(std::memory_order_relaxed);
   for (size_t i = 0; i < n; ++i) {
-    s.cancelled += buckets_[i].cancelled.load(std::memory_order_relaxed);
     s.scheduled += buckets_[i].scheduled.load(std::memory_order_relaxed);
+  }
+  {
+    std::lock_guard<std::mutex> lock(counters_mu_);
+    for (const auto& entry : cancel_counters_) {
+      s.cancelled += entry.second->value.load(std::memory_order_relaxed);
+    }
   }
   uint64_t done = s.triggered + s.cancelled;
   s.pending = s.scheduled > done ? s.scheduled - done : 0;
@@ -390,21 +481,39 @@ void TimerThread::RunTask(Task* t) {
   }
 }
 
-void TimerThread::PullBuckets() {
+int64_t TimerThread::PullBuckets(int64_t now, bool skip_busy_due, bool* skipped_due) {
+  int64_t skipped_nearest = kNever;
+  *skipped_due = false;
   for (size_t i = 0; i < num_buckets_; ++i) {
     Bucket& b = buckets_[i];
-    Task* list;
-    std::pair<Task*, Task*>& ret = returns_[i];
-    {
-      std::lock_guard<std::mutex> lock(b.mu);
-      list = b.head;
-      b.head = nullptr;
-      b.nearest_run_ns = kNever;
-      if (ret.first != nullptr) {
-        ret.second->next = b.free_list;
-        b.free_list = ret.first;
+    std::unique_lock<std::mutex> lock(b.mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      // A scheduler holds it, maybe preempted inside (more busy threads than
+      // cores): waiting for it would stall every other bucket for a time
+      // slice. Skip it, and remember its nearest so that we do not sleep past
+      // it. If it holds due tasks, Run retries soon (and after a few tries
+      // waits for the lock). Relaxed is enough: any nearest set before this
+      // pass began was followed by that Schedule's check of the global
+      // nearest under mu_, which our pass (begun under mu_) happens after, so
+      // we see it or a later, lower value; a Schedule still in flight does its
+      // global check after it unlocks.
+      const int64_t nearest = b.nearest_run_ns.load(std::memory_order_relaxed);
+      if (nearest > now || skip_busy_due) {
+        if (nearest <= now) *skipped_due = true;
+        skipped_nearest = std::min(skipped_nearest, nearest);
+        continue;
       }
+      lock.lock();
     }
+    Task* list = b.head;
+    b.head = nullptr;
+    b.nearest_run_ns.store(kNever, std::memory_order_relaxed);
+    std::pair<Task*, Task*>& ret = returns_[i];
+    if (ret.first != nullptr) {
+      ret.second->next = b.free_list;
+      b.free_list = ret.first;
+    }
+    lock.unlock();
     ret = {nullptr, nullptr};
     while (list != nullptr) {
       Task* next = list->next;
@@ -419,6 +528,7 @@ void TimerThread::PullBuckets() {
       list = next;
     }
   }
+  return skipped_nearest;
 }
 
 void TimerThread::SweepHeap() {
@@ -435,30 +545,41 @@ void TimerThread::SweepHeap() {
   sweep_threshold_ = std::max(options_.heap_sweep_min_size, 2 * kept);
 }
 
+// All of the timer thread's decisions that matter for correctness (may I
+// sleep, until when) are taken under mu_, so the atomics below are relaxed:
+// mu_ orders them. Only the per-task peek in the run loop reads them without
+// the lock; a stale value there just runs a task a moment before a just
+// scheduled earlier one (as if that Schedule came a moment later) or runs one
+// more task before noticing Stop.
 void TimerThread::Run() {
+  pthread_setname_np(pthread_self(), "chorus_timer");  // best effort, for top/perf
   while (true) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       sleeping_ = false;
-      if (stop_) break;
+      if (stop_.load(std::memory_order_relaxed)) break;
       // From now on every Schedule earlier than its bucket's nearest lowers
       // this, so none is missed while we pull (see the check before sleeping).
-      nearest_run_ns_ = kNever;
+      nearest_run_ns_.store(kNever, std::memory_order_relaxed);
     }
-    PullBuckets();
+    int64_t now = NowNanos();
+    bool skipped_due = false;
+    const int64_t skipped_nearest =
+        PullBuckets(now, busy_retries_ < kMaxBusyRetries, &skipped_due);
+    busy_retries_ = skipped_due ? busy_retries_ + 1 : 0;
     if (heap_.size() > sweep_threshold_) SweepHeap();
 
     bool pull_again = false;
     bool stopping = false;
     while (!heap_.empty()) {
       Task* t = heap_.front();
-      if (t->run_ns > NowNanos()) break;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        stopping = stop_;
-        // An earlier task was scheduled since we pulled: run it first.
-        pull_again = t->run_ns > nearest_run_ns_;
+      if (t->run_ns > now) {
+        now = NowNanos();
+        if (t->run_ns > now) break;
       }
+      stopping = stop_.load(std::memory_order_relaxed);
+      // An earlier task was scheduled since we pulled: run it first.
+      pull_again = t->run_ns > nearest_run_ns_.load(std::memory_order_relaxed);
       if (stopping || pull_again) break;
       std::pop_heap(heap_.begin(), heap_.end(), TaskLater{});
       heap_.pop_back();
@@ -468,24 +589,30 @@ void TimerThread::Run() {
     if (stopping) break;
     if (pull_again) continue;
 
-    const int64_t next_run = heap_.empty() ? kNever : heap_.front()->run_ns;
+    const int64_t next_run =
+        std::min(skipped_nearest, heap_.empty() ? kNever : heap_.front()->run_ns);
     int32_t expected_signals;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) break;
-      if (next_run > nearest_run_ns_) continue;  // something earlier is in a bucket
-      nearest_run_ns_ = next_run;
+      if (stop_.load(std::memory_order_relaxed)) break;
+      // Something earlier is in a bucket: pull it.
+      if (next_run > nearest_run_ns_.load(std::memory_order_relaxed)) continue;
+      nearest_run_ns_.store(next_run, std::memory_order_relaxed);
       expected_signals = nsignals_.load(std::memory_order_relaxed);
       sleeping_ = true;
     }
     // Sleep until next_run, capped by max_wakeup_interval_ms. A Schedule that
     // bumped nsignals_ after we read it makes FutexWait return at once.
-    const int64_t now = NowNanos();
+    now = NowNanos();
     int64_t sleep_ns = next_run == kNever ? kNever : next_run - now;
     if (options_.max_wakeup_interval_ms > 0) {
       sleep_ns = std::min(sleep_ns, options_.max_wakeup_interval_ms * 1000000);
     }
-    if (sleep_ns <= 0) continue;
+    if (sleep_ns <= 0) {
+      // Due tasks wait in a busy bucket: let its holder run, then retry.
+      if (skipped_due) std::this_thread::yield();
+      continue;
+    }
     if (sleep_ns == kNever) {
       FutexWait(&nsignals_, expected_signals, nullptr);
     } else {

@@ -15,10 +15,15 @@
 //     bucket's nearest, and wakes the timer thread (one futex syscall) only
 //     when the task is earlier than every task the timer thread knows of.
 //   * Unschedule is lock-free: one CAS on the task's version word. The task
-//     stays where it is; the timer thread drops it when it next sees it.
+//     stays where it is; the timer thread drops it when it next sees it, or
+//     the next Schedule into the same bucket recycles it at once if it is
+//     still the head of the bucket's list (the schedule-then-cancel pattern
+//     of RPC timeouts then never reaches the timer thread at all).
 //   * The timer thread alone owns a min-heap. It pulls the bucket lists into
 //     it, runs due tasks, and sweeps cancelled tasks out of it once it holds
-//     more than `heap_sweep_min_size` tasks.
+//     more than `heap_sweep_min_size` tasks. It does not wait for a bucket
+//     whose lock is busy (its holder may be preempted) unless that bucket
+//     holds due tasks; it just does not sleep past that bucket's nearest.
 //   * Time is CLOCK_MONOTONIC (std::chrono::steady_clock): changing the wall
 //     clock changes nothing.
 //   * Task memory comes from chunks of slots that are never freed while the
@@ -110,7 +115,7 @@ class TimerThread {
 
   // Stops accepting tasks and joins the timer thread. A callback that is
   // running finishes first; pending tasks never run. Idempotent; a no-op
-  // before Start. REQUIRES: not called from inside a callback.
+  // before Start. REQUIRES: not called from inside a callback (aborts).
   void Stop();
 
   // Runs fn(arg) on the timer thread at `when` or soon after (immediately if
@@ -149,14 +154,22 @@ class TimerThread {
   struct Task;
   struct TaskLater;
   struct Bucket;
+  struct CancelCounter;
   class TaskPool;
 
   TaskId ScheduleTask(Callback fn, void* arg, Callback drop, int64_t run_ns);
   void Run();
   Bucket* CallerBucket();
+  CancelCounter* CallerCancelCounter();
+  // Moves cancelled tasks at the head of bucket's list to its free list.
+  // REQUIRES: bucket->mu held.
+  void RecycleCancelledHead(Bucket* bucket);
   // Moves every bucket's list into heap_ (dropping cancelled tasks) and gives
-  // the buckets back the slots freed since the last pull.
-  void PullBuckets();
+  // the buckets back the slots freed since the last pull. A bucket whose lock
+  // is busy is skipped if it holds no task due at `now`, or if skip_busy_due
+  // (then *skipped_due tells whether it did so). Returns the earliest run
+  // time among skipped buckets (INT64_MAX if none).
+  int64_t PullBuckets(int64_t now, bool skip_busy_due, bool* skipped_due);
   void SweepHeap();
   // Runs `task` unless it was cancelled, then frees it.
   void RunTask(Task* task);
@@ -165,6 +178,7 @@ class TimerThread {
   // Puts `task` on returns_ for its bucket (timer thread only).
   void FreeTask(Task* task);
 
+  const uint64_t serial_;  // distinct per TimerThread in this process
   TimerThreadOptions options_;
   std::unique_ptr<TaskPool> pool_;
   std::unique_ptr<Bucket[]> buckets_;  // options_.num_buckets of them
@@ -177,11 +191,18 @@ class TimerThread {
   std::atomic<bool> accepting_{false};
   bool started_ = false;  // Start was called (Start/Stop are not concurrent)
 
-  std::mutex mu_;
+  mutable std::mutex counters_mu_;
+  // One per thread that ever cancelled a task. GUARDED_BY(counters_mu_).
+  std::vector<std::pair<std::thread::id, std::unique_ptr<CancelCounter>>> cancel_counters_;
+
+  // Everything above is read-mostly (read on every Schedule/Unschedule); what
+  // follows is written by the timer thread, so it starts on its own cache line.
+  alignas(64) std::mutex mu_;
   // Earliest run time (ns on the steady clock) the timer thread will wake up
-  // for without being signalled. GUARDED_BY(mu_).
-  int64_t nearest_run_ns_;
-  bool stop_ = false;      // GUARDED_BY(mu_)
+  // for without being signalled. Written under mu_; read under mu_, except for
+  // one relaxed peek per due task by the timer thread (see Run).
+  std::atomic<int64_t> nearest_run_ns_;
+  std::atomic<bool> stop_{false};  // written under mu_; peeked like nearest_run_ns_
   bool sleeping_ = false;  // GUARDED_BY(mu_): the timer thread is (about to be) in FutexWait
   // Futex word: bumped under mu_ whenever the timer thread must wake early.
   std::atomic<int32_t> nsignals_{0};
@@ -189,10 +210,11 @@ class TimerThread {
   // Owned by the timer thread alone (and by the destructor after the join).
   std::vector<Task*> heap_;
   size_t sweep_threshold_ = 0;
+  int busy_retries_ = 0;  // passes in a row that skipped a busy bucket with due tasks
   // Per bucket: slots freed since the bucket was last pulled (head, tail).
   std::vector<std::pair<Task*, Task*>> returns_;
 
-  std::atomic<uint64_t> triggered_{0};    // written by the timer thread only
+  alignas(64) std::atomic<uint64_t> triggered_{0};  // written by the timer thread only
   std::atomic<size_t> heap_size_{0};      // written by the timer thread only
 
   std::thread thread_;

@@ -91,8 +91,12 @@ struct Options {
   int batch_max_count = 64;
   // ...or this many bytes of values... Default 1 MiB.
   size_t batch_max_bytes = 1u << 20;
-  // ...or its first value has waited this long. Default 2 ms (0: no wait).
-  int batch_delay_ms = 2;
+  // ...or its first value has waited this long. Default 0: no timer; the
+  // batch leaves as soon as the group's loop is free, holding everything that
+  // arrived while it was busy with the previous round (natural batching).
+  // A delay makes batches fuller under light load at the cost of latency;
+  // propose_bench measured 0 as best on a 2-core machine (see README).
+  int batch_delay_ms = 0;
 
   // ---- Logging ----
   // Where log lines go. Default (empty): stderr.

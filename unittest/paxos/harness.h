@@ -1,0 +1,140 @@
+// A tiny hand-driven cluster for the paxos unit tests: N Cores over
+// MemLogStorage, a FIFO "network" the test pumps explicitly, and the last
+// timer of each kind per node so a test can fire it.
+#ifndef CHORUS_UNITTEST_PAXOS_HARNESS_H_
+#define CHORUS_UNITTEST_PAXOS_HARNESS_H_
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "paxos/core.h"
+#include "unittest/sim/mem_log_storage.h"
+
+namespace chorus {
+namespace paxos {
+namespace testing {
+
+class Harness {
+ public:
+  struct Node {
+    uint64_t id = 0;
+    sim::MemLogStorage log;
+    std::unique_ptr<Core> core;
+    std::vector<ChosenValue> applied;
+    std::vector<ProposalResult> finished;
+    std::vector<Status> errors;
+    std::map<TimerKind, TimerId> timers;
+  };
+
+  explicit Harness(int n, std::function<void(CoreOptions*)> tweak = nullptr) : tweak_(tweak) {
+    for (int i = 0; i < n; ++i) {
+      nodes_.emplace_back(new Node());
+      nodes_.back()->id = static_cast<uint64_t>(i + 1);
+    }
+    for (int i = 0; i < n; ++i) Open(i);
+  }
+
+  CoreOptions Options(int i) const {
+    CoreOptions o;
+    o.cluster_id = 9;
+    o.self = nodes_[i]->id;
+    for (const auto& n : nodes_) o.members.push_back(n->id);
+    o.seed = 100 + static_cast<uint64_t>(i);
+    if (tweak_) tweak_(&o);
+    return o;
+  }
+
+  void Open(int i) {
+    Node& n = *nodes_[i];
+    n.core.reset();
+    ASSERT_TRUE(Core::Open(Options(i), &n.log, &n.core).ok());
+    Outputs out;
+    n.core->Start(&out);
+    Exec(i, &out);
+  }
+
+  Node& node(int i) { return *nodes_[i]; }
+  Core* core(int i) { return nodes_[i]->core.get(); }
+
+  // Executes a step's outputs in the contract's order.
+  void Exec(int i, Outputs* out) {
+    Node& n = *nodes_[i];
+    if (!out->persist.empty()) {
+      EXPECT_TRUE(n.log.Write(out->persist, out->sync).ok());
+    }
+    for (auto& m : out->messages) {
+      for (size_t j = 0; j < nodes_.size(); ++j) {
+        if (static_cast<int>(j) == i) continue;
+        if (m.to == kBroadcast || m.to == nodes_[j]->id) {
+          if (!isolated_.count(i) && !isolated_.count(static_cast<int>(j))) {
+            net_.push_back({static_cast<int>(j), m.bytes});
+          }
+        }
+      }
+    }
+    for (auto& c : out->chosen) n.applied.push_back(c);
+    for (auto& f : out->finished) n.finished.push_back(f);
+    for (auto& e : out->errors) n.errors.push_back(e);
+    for (auto& t : out->timers) n.timers[t.id.kind] = t.id;
+  }
+
+  Status Propose(int i, uint64_t token, const std::string& v) {
+    Outputs out;
+    Status s = core(i)->Propose(token, v, &out);
+    Exec(i, &out);
+    return s;
+  }
+
+  void Fire(int i, TimerKind kind) {
+    Node& n = *nodes_[i];
+    auto it = n.timers.find(kind);
+    ASSERT_NE(it, n.timers.end());
+    TimerId id = it->second;
+    n.timers.erase(it);
+    Outputs out;
+    n.core->OnTimeout(id, &out);
+    Exec(i, &out);
+  }
+
+  Status Deliver(int to, const std::string& bytes) {
+    Outputs out;
+    Status s = core(to)->OnMessage(bytes, &out);
+    Exec(to, &out);
+    return s;
+  }
+
+  // Delivers queued messages until the network is empty (or `max` of them).
+  void Pump(size_t max = 100000) {
+    while (!net_.empty() && max-- > 0) {
+      auto m = std::move(net_.front());
+      net_.pop_front();
+      if (isolated_.count(m.first)) continue;
+      Deliver(m.first, m.second);
+    }
+  }
+
+  void Isolate(int i) { isolated_.insert(i); }
+  void Heal(int i) { isolated_.erase(i); }
+  std::deque<std::pair<int, std::string>>& net() { return net_; }
+  size_t size() const { return nodes_.size(); }
+
+ private:
+  std::function<void(CoreOptions*)> tweak_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::deque<std::pair<int, std::string>> net_;
+  std::set<int> isolated_;
+};
+
+}  // namespace testing
+}  // namespace paxos
+}  // namespace chorus
+
+#endif  // CHORUS_UNITTEST_PAXOS_HARNESS_H_

@@ -1,0 +1,59 @@
+// paxos_sim: runs the seeded cluster simulation over a range of seeds.
+// Prints one line per failing seed with the command that replays it, and ends
+// with exactly one summary line:  seeds=S steps=T faults=F violations=V
+// Exits non-zero when V > 0.
+#include <cstdio>
+#include <string>
+
+#include <gflags/gflags.h>
+
+#include "unittest/sim/sim.h"
+
+DEFINE_uint64(seeds, 100, "number of seeds to run");
+DEFINE_uint64(first_seed, 1, "first seed");
+DEFINE_uint64(steps, 2000, "events per seed in the fault phase");
+DEFINE_int32(nodes, 3, "cluster size");
+DEFINE_string(mutation, "none", "none | forget_promise | accept_lower_ballot");
+DEFINE_bool(verbose, false, "print every event");
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  chorus::sim::SimOptions o;
+  if (!chorus::sim::ParseMutation(FLAGS_mutation, &o.mutation)) {
+    std::fprintf(stderr, "unknown --mutation=%s\n", FLAGS_mutation.c_str());
+    return 2;
+  }
+  if (FLAGS_nodes < 1 || FLAGS_nodes > 9) {
+    std::fprintf(stderr, "--nodes must be in [1, 9]\n");
+    return 2;
+  }
+  o.nodes = FLAGS_nodes;
+  o.steps = FLAGS_steps;
+  o.verbose = FLAGS_verbose;
+  unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
+                     crashes = 0;
+  for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
+    o.seed = seed;
+    chorus::sim::SimResult r = chorus::sim::RunSim(o);
+    steps += r.steps;
+    faults += r.faults;
+    chosen += r.chosen;
+    proposals += r.proposals;
+    ok += r.proposals_ok;
+    crashes += r.crashes;
+    if (r.violation) {
+      violations++;
+      std::printf("seed %llu FAILED: %s\n  replay: paxos_sim --first_seed=%llu --seeds=1 "
+                  "--steps=%llu --nodes=%d --mutation=%s --verbose\n",
+                  static_cast<unsigned long long>(seed), r.what.c_str(),
+                  static_cast<unsigned long long>(seed),
+                  static_cast<unsigned long long>(FLAGS_steps), FLAGS_nodes,
+                  FLAGS_mutation.c_str());
+    }
+  }
+  std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu\n", chosen, proposals,
+              ok, crashes);
+  std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
+              static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);
+  return violations > 0 ? 1 : 0;
+}

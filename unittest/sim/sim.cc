@@ -1,0 +1,486 @@
+#include "unittest/sim/sim.h"
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <queue>
+#include <set>
+#include <vector>
+
+#include "paxos/core.h"
+#include "paxos/random.h"
+#include "unittest/sim/mem_log_storage.h"
+
+namespace chorus {
+namespace sim {
+
+using paxos::ChosenValue;
+using paxos::Core;
+using paxos::CoreOptions;
+using paxos::Outputs;
+using paxos::Rng;
+using paxos::TimerId;
+
+const char* MutationName(paxos::TestMutation m) {
+  switch (m) {
+    case paxos::TestMutation::kNone:
+      return "none";
+    case paxos::TestMutation::kForgetPromise:
+      return "forget_promise";
+    case paxos::TestMutation::kAcceptLowerBallot:
+      return "accept_lower_ballot";
+  }
+  return "?";
+}
+
+bool ParseMutation(const std::string& name, paxos::TestMutation* m) {
+  for (auto c : {paxos::TestMutation::kNone, paxos::TestMutation::kForgetPromise,
+                 paxos::TestMutation::kAcceptLowerBallot}) {
+    if (name == MutationName(c)) {
+      *m = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// Fault rates, per million.
+constexpr uint64_t kDropPpm = 50000;       // 5% of messages lost
+constexpr uint64_t kDupPpm = 30000;        // 3% duplicated
+constexpr uint64_t kLongDelayPpm = 50000;  // 5% delayed long (reordering)
+constexpr uint64_t kChaosTickMs = 10;
+constexpr uint64_t kProposePpm = 700000;   // per chaos tick
+constexpr uint64_t kCrashPpm = 25000;      // per chaos tick
+constexpr uint64_t kPartitionPpm = 10000;  // per chaos tick
+constexpr uint64_t kQuietLimitMs = 120000; // liveness bound after faults stop
+constexpr size_t kMaxPendingPerNode = 6;
+// A crash point: right after a node promised, crash it
+// with this probability (and restart it quickly). Promises are the state whose
+// loss breaks Paxos; crashing exactly there is what exposes a node that does
+// not persist them.
+constexpr uint64_t kCrashAfterPromisePpm = 400000;
+constexpr uint64_t kCrashAfterAcceptPpm = 5000;
+
+enum class EventType : uint8_t { kDeliver, kTimer, kChaos, kRestart, kHeal };
+
+struct Event {
+  uint64_t time = 0;
+  uint64_t seq = 0;
+  EventType type = EventType::kChaos;
+  int node = 0;
+  uint64_t incarnation = 0;  // kTimer: the incarnation that started it
+  std::string bytes;         // kDeliver
+  TimerId timer;             // kTimer
+  bool operator>(const Event& o) const {
+    return time != o.time ? time > o.time : seq > o.seq;
+  }
+};
+
+struct Proposal {
+  int node = 0;
+  uint64_t incarnation = 0;
+  std::string data;
+  bool done = false;
+  bool abandoned = false;  // its node crashed before it finished
+};
+
+struct Node {
+  uint64_t id = 0;
+  MemLogStorage log;
+  std::unique_ptr<Core> core;  // null while crashed
+  uint64_t incarnation = 0;
+  std::vector<std::string> history;  // learned keys, in instance order
+  int partition = 0;
+  std::set<uint64_t> pending;  // tokens of unfinished proposals of this incarnation
+};
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  return h * 0x100000001B3ULL;
+}
+
+uint64_t HashBytes(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+class Sim {
+ public:
+  explicit Sim(const SimOptions& o) : o_(o), rng_(o.seed * 0x2545F4914F6CDD1DULL + 1) {
+    for (int i = 0; i < o.nodes; ++i) {
+      nodes_.emplace_back(new Node());
+      nodes_.back()->id = 1000 + 7 * static_cast<uint64_t>(i);
+      members_.push_back(nodes_.back()->id);
+    }
+  }
+
+  SimResult Run() {
+    for (int i = 0; i < o_.nodes && !r_.violation; ++i) StartNode(i);
+    Push(Event{kChaosTickMs, 0, EventType::kChaos, 0, 0, {}, {}});
+    // Fault phase.
+    while (!r_.violation && r_.steps < o_.steps && !queue_.empty()) Step();
+    // Quiet phase: heal, restart everyone, stop faults and new proposals.
+    quiet_ = true;
+    const uint64_t deadline = now_ + kQuietLimitMs;
+    for (auto& n : nodes_) n->partition = 0;
+    for (int i = 0; i < o_.nodes && !r_.violation; ++i) {
+      if (!nodes_[i]->core) StartNode(i);
+    }
+    while (!r_.violation && !Converged()) {
+      if (queue_.empty() || queue_.top().time > deadline) {
+        Violation("liveness: no convergence within " + std::to_string(kQuietLimitMs) +
+                  " ms of virtual time after faults stopped (" + Progress() + ")");
+        break;
+      }
+      Step();
+    }
+    r_.chosen = global_.size();
+    return r_;
+  }
+
+ private:
+  void Push(Event e) {
+    e.seq = seq_++;
+    queue_.push(std::move(e));
+  }
+
+  void Log(const std::string& s) {
+    if (o_.verbose) std::printf("[t=%llu] %s\n", static_cast<unsigned long long>(now_), s.c_str());
+  }
+
+  void Violation(const std::string& what) {
+    if (r_.violation) return;
+    r_.violation = true;
+    r_.what = what;
+    Log("VIOLATION " + what);
+  }
+
+  std::string Progress() const {
+    std::string s;
+    for (const auto& n : nodes_) {
+      s += "node " + std::to_string(n->id) + " chosen_end=" +
+           std::to_string(n->core ? n->core->chosen_end() : 0) +
+           " pending=" + std::to_string(n->pending.size()) + "; ";
+    }
+    return s;
+  }
+
+  bool Converged() const {
+    uint64_t end = 0;
+    for (const auto& n : nodes_) {
+      if (!n->core || !n->pending.empty()) return false;
+      if (&n == &nodes_[0]) end = n->core->chosen_end();
+      if (n->core->chosen_end() != end) return false;
+    }
+    return end >= global_.size();
+  }
+
+  CoreOptions OptionsFor(int i) {
+    CoreOptions c;
+    c.cluster_id = 77;
+    c.group = 0;
+    c.self = nodes_[i]->id;
+    c.members = members_;
+    c.max_inflight = 4;
+    c.prepare_timeout_ms = 100;
+    c.accept_timeout_ms = 100;
+    c.learn_interval_ms = 200;
+    c.catchup_batch_count = 8;
+    c.chosen_cache_size = 16;
+    c.seed = rng_.Next();
+    c.test_mutation = o_.mutation;
+    return c;
+  }
+
+  void StartNode(int i) {
+    Node& n = *nodes_[i];
+    n.incarnation++;
+    Status s = Core::Open(OptionsFor(i), &n.log, &n.core);
+    if (!s.ok()) {
+      Violation("node " + std::to_string(n.id) + " failed to recover: " + s.ToString());
+      return;
+    }
+    // The learned prefix must survive the crash, unchanged.
+    const uint64_t end = n.core->chosen_end();
+    if (end < n.history.size()) {
+      Violation("node " + std::to_string(n.id) + " lost learned values: chosen_end " +
+                std::to_string(end) + " < " + std::to_string(n.history.size()));
+      return;
+    }
+    for (uint64_t k = 0; k < end; ++k) {
+      ChosenValue v;
+      s = n.core->ReadChosen(k, &v);
+      if (!s.ok()) {
+        Violation("node " + std::to_string(n.id) + " cannot replay instance " +
+                  std::to_string(k) + ": " + s.ToString());
+        return;
+      }
+      if (k < n.history.size()) {
+        if (Key(v) != n.history[k]) {
+          Violation("node " + std::to_string(n.id) + " instance " + std::to_string(k) +
+                    " changed across a restart");
+          return;
+        }
+      } else {
+        Learned(i, v);
+      }
+    }
+    Log("start node " + std::to_string(n.id) + " incarnation " + std::to_string(n.incarnation) +
+        " chosen_end=" + std::to_string(end));
+    Outputs out;
+    n.core->Start(&out);
+    Execute(i, &out);
+  }
+
+  void Crash(int i) {
+    Node& n = *nodes_[i];
+    n.core.reset();
+    n.log.Crash();
+    for (uint64_t t : n.pending) proposals_[t].abandoned = true;
+    n.pending.clear();
+    r_.crashes++;
+    r_.faults++;
+    Log("crash node " + std::to_string(n.id));
+    // Half the restarts are quick (in-flight messages still arrive), half slow.
+    const uint64_t down = rng_.OneIn(800000) ? 1 + rng_.Uniform(5) : 20 + rng_.Uniform(500);
+    Push(Event{now_ + down, 0, EventType::kRestart, i, 0, {}, {}});
+  }
+
+  static std::string Key(const ChosenValue& v) {
+    return std::to_string(v.proposer) + "/" + std::to_string(v.proposal_id) + "/" + v.value;
+  }
+
+  void Learned(int i, const ChosenValue& v) {
+    Node& n = *nodes_[i];
+    const std::string key = Key(v);
+    if (v.instance != n.history.size()) {
+      Violation("node " + std::to_string(n.id) + " applied instance " +
+                std::to_string(v.instance) + " when " + std::to_string(n.history.size()) +
+                " was next");
+      return;
+    }
+    n.history.push_back(key);
+    hash_ = Mix(hash_, HashBytes(key));
+    auto g = global_.find(v.instance);
+    if (g != global_.end()) {
+      if (g->second != key) {
+        Violation("instance " + std::to_string(v.instance) + ": node " + std::to_string(n.id) +
+                  " learned " + key + " but another node learned " + g->second);
+      }
+      return;
+    }
+    global_[v.instance] = key;
+    if (!v.noop) {
+      auto p = by_data_.find(v.value);
+      if (p == by_data_.end()) {
+        Violation("instance " + std::to_string(v.instance) + " chose a value nobody proposed: " +
+                  v.value);
+        return;
+      }
+      if (!chosen_at_.emplace(v.value, v.instance).second) {
+        Violation("value " + v.value + " chosen twice: at instance " +
+                  std::to_string(chosen_at_[v.value]) + " and " + std::to_string(v.instance));
+      }
+    }
+  }
+
+  void Execute(int i, Outputs* out) {
+    Node& n = *nodes_[i];
+    if (!out->persist.empty()) n.log.Write(out->persist, out->sync);
+    for (auto& m : out->messages) {
+      if (m.to == paxos::kBroadcast) {
+        for (int j = 0; j < o_.nodes; ++j) {
+          if (j != i) Send(i, j, m.bytes);
+        }
+      } else {
+        for (int j = 0; j < o_.nodes; ++j) {
+          if (nodes_[j]->id == m.to) Send(i, j, m.bytes);
+        }
+      }
+    }
+    for (const ChosenValue& v : out->chosen) {
+      Learned(i, v);
+      if (v.ours) {
+        auto p = proposals_.find(v.token);
+        if (p == proposals_.end() || p->second.data != v.value || p->second.node != i) {
+          Violation("node " + std::to_string(n.id) + " claims token " + std::to_string(v.token) +
+                    " for a value that is not its proposal");
+        }
+      }
+    }
+    for (const auto& f : out->finished) {
+      auto p = proposals_.find(f.token);
+      if (p == proposals_.end() || n.pending.erase(f.token) == 0) {
+        Violation("node " + std::to_string(n.id) + " finished unknown token " +
+                  std::to_string(f.token));
+        continue;
+      }
+      p->second.done = true;
+      if (!f.status.ok()) {
+        Violation("proposal " + p->second.data + " failed: " + f.status.ToString());
+        continue;
+      }
+      auto g = global_.find(f.instance);
+      if (g == global_.end() || g->second.substr(g->second.rfind('/') + 1) != p->second.data) {
+        Violation("proposal " + p->second.data + " reported chosen at instance " +
+                  std::to_string(f.instance) + " which holds something else");
+        continue;
+      }
+      r_.proposals_ok++;
+    }
+    for (const auto& t : out->timers) {
+      Push(Event{now_ + t.delay_ms, 0, EventType::kTimer, i, n.incarnation, {}, t.id});
+    }
+    for (const auto& e : out->errors) {
+      Violation("node " + std::to_string(n.id) + " reported: " + e.ToString());
+    }
+  }
+
+  void Send(int from, int to, const std::string& bytes) {
+    if (!quiet_) {
+      if (nodes_[from]->partition != nodes_[to]->partition) return;
+      if (rng_.OneIn(kDropPpm)) {
+        r_.faults++;
+        return;
+      }
+    }
+    int copies = 1;
+    if (!quiet_ && rng_.OneIn(kDupPpm)) {
+      copies = 2;
+      r_.faults++;
+    }
+    for (int c = 0; c < copies; ++c) {
+      uint64_t delay = 1 + rng_.Uniform(10);
+      if (!quiet_ && rng_.OneIn(kLongDelayPpm)) {
+        delay += rng_.Uniform(1000);
+        r_.faults++;
+      }
+      Push(Event{now_ + delay, 0, EventType::kDeliver, to, 0, bytes, {}});
+    }
+  }
+
+  void Chaos() {
+    Push(Event{now_ + kChaosTickMs, 0, EventType::kChaos, 0, 0, {}, {}});
+    if (quiet_) return;
+    if (rng_.OneIn(kProposePpm)) {
+      int i = static_cast<int>(rng_.Uniform(o_.nodes));
+      Node& n = *nodes_[i];
+      if (n.core && n.pending.size() < kMaxPendingPerNode) {
+        const uint64_t token = next_token_++;
+        Proposal p;
+        p.node = i;
+        p.incarnation = n.incarnation;
+        p.data = "s" + std::to_string(o_.seed) + "v" + std::to_string(token);
+        by_data_[p.data] = token;
+        proposals_[token] = p;
+        n.pending.insert(token);
+        r_.proposals++;
+        Log("propose " + p.data + " at node " + std::to_string(n.id));
+        Outputs out;
+        Status s = n.core->Propose(token, p.data, &out);
+        if (!s.ok()) Violation("Propose failed: " + s.ToString());
+        Execute(i, &out);
+      }
+    }
+    if (rng_.OneIn(kCrashPpm)) {
+      int i = static_cast<int>(rng_.Uniform(o_.nodes));
+      if (nodes_[i]->core) Crash(i);
+    }
+    if (rng_.OneIn(kPartitionPpm)) {
+      for (auto& n : nodes_) n->partition = static_cast<int>(rng_.Uniform(2));
+      r_.faults++;
+      Log("partition");
+      Push(Event{now_ + 50 + rng_.Uniform(1000), 0, EventType::kHeal, 0, 0, {}, {}});
+    }
+  }
+
+  void Step() {
+    Event e = queue_.top();
+    queue_.pop();
+    now_ = e.time;
+    r_.steps++;
+    hash_ = Mix(hash_, e.time);
+    hash_ = Mix(hash_, static_cast<uint64_t>(e.type) * 131 + static_cast<uint64_t>(e.node));
+    switch (e.type) {
+      case EventType::kChaos:
+        Chaos();
+        break;
+      case EventType::kHeal:
+        for (auto& n : nodes_) n->partition = 0;
+        Log("heal");
+        break;
+      case EventType::kRestart:
+        if (!nodes_[e.node]->core) StartNode(e.node);
+        break;
+      case EventType::kTimer: {
+        Node& n = *nodes_[e.node];
+        if (!n.core || n.incarnation != e.incarnation) break;
+        hash_ = Mix(hash_, e.timer.generation);
+        Outputs out;
+        n.core->OnTimeout(e.timer, &out);
+        Execute(e.node, &out);
+        break;
+      }
+      case EventType::kDeliver: {
+        Node& n = *nodes_[e.node];
+        if (!n.core) break;
+        hash_ = Mix(hash_, HashBytes(e.bytes));
+        if (o_.verbose) {
+          paxos::PaxosMsg m;
+          if (m.ParseFromString(e.bytes)) {
+            Log("deliver " + paxos::MsgType_Name(m.type()) + " " + std::to_string(m.from()) +
+                "->" + std::to_string(n.id) + " inst=" + std::to_string(m.instance()) + " b=" +
+                std::to_string(m.ballot().number()) + "." + std::to_string(m.ballot().node_id()) +
+                " value=" + (m.value().size() > 16 ? m.value().substr(16) : std::string()) +
+                " accepted=" + std::to_string(m.accepted_size()));
+          }
+        }
+        Outputs out;
+        Status s = n.core->OnMessage(e.bytes, &out);
+        if (!s.ok()) Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
+        // Crash points: right after the node answered a PREPARE with a
+        // PROMISE, or an ACCEPT with ACCEPTED (the reply is on the wire).
+        paxos::PaxosMsg reply;
+        const bool promised = !out.messages.empty() &&
+                              reply.ParseFromString(out.messages[0].bytes) &&
+                              reply.type() == paxos::PROMISE;
+        const bool accepted = !promised && !out.messages.empty() &&
+                              reply.type() == paxos::ACCEPTED;
+        Execute(e.node, &out);
+        if (!quiet_ && n.core &&
+            ((promised && rng_.OneIn(kCrashAfterPromisePpm)) ||
+             (accepted && rng_.OneIn(kCrashAfterAcceptPpm)))) {
+          Crash(e.node);
+        }
+        break;
+      }
+    }
+    r_.hash = hash_;
+  }
+
+  const SimOptions o_;
+  Rng rng_;
+  SimResult r_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<uint64_t> members_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
+  uint64_t seq_ = 0;
+  uint64_t now_ = 0;
+  bool quiet_ = false;
+  uint64_t hash_ = 0;
+  uint64_t next_token_ = 1;
+  std::map<uint64_t, Proposal> proposals_;
+  std::map<std::string, uint64_t> by_data_;
+  std::map<std::string, uint64_t> chosen_at_;
+  std::map<uint64_t, std::string> global_;
+};
+
+}  // namespace
+
+SimResult RunSim(const SimOptions& options) { return Sim(options).Run(); }
+
+}  // namespace sim
+}  // namespace chorus

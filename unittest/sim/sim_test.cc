@@ -1,0 +1,73 @@
+#include "unittest/sim/sim.h"
+
+#include <gtest/gtest.h>
+
+namespace chorus {
+namespace sim {
+namespace {
+
+TEST(SimTest, SameSeedSameRun) {
+  SimOptions o;
+  o.seed = 42;
+  SimResult a = RunSim(o);
+  SimResult b = RunSim(o);
+  EXPECT_FALSE(a.violation) << a.what;
+  EXPECT_EQ(a.hash, b.hash);
+  EXPECT_EQ(a.steps, b.steps);
+  EXPECT_EQ(a.chosen, b.chosen);
+}
+
+TEST(SimTest, DifferentSeedsDiffer) {
+  SimOptions o;
+  o.seed = 1;
+  SimResult a = RunSim(o);
+  o.seed = 2;
+  SimResult b = RunSim(o);
+  EXPECT_NE(a.hash, b.hash);
+}
+
+TEST(SimTest, CleanRunsChooseValuesAndInjectFaults) {
+  for (int nodes : {3, 5}) {
+    SimOptions o;
+    o.nodes = nodes;
+    uint64_t chosen = 0, ok = 0, faults = 0, crashes = 0;
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      o.seed = seed;
+      SimResult r = RunSim(o);
+      ASSERT_FALSE(r.violation) << "seed " << seed << " nodes " << nodes << ": " << r.what;
+      chosen += r.chosen;
+      ok += r.proposals_ok;
+      faults += r.faults;
+      crashes += r.crashes;
+    }
+    // The runs are not vacuous: values got chosen under faults and crashes.
+    EXPECT_GT(chosen, 0u);
+    EXPECT_GT(ok, 0u);
+    EXPECT_GT(faults, 0u);
+    EXPECT_GT(crashes, 0u);
+  }
+}
+
+// Returns the first seed in [1, max_seeds] whose run reports a violation, 0 if none.
+uint64_t FirstViolatingSeed(paxos::TestMutation m, int nodes, uint64_t max_seeds) {
+  SimOptions o;
+  o.mutation = m;
+  o.nodes = nodes;
+  for (uint64_t seed = 1; seed <= max_seeds; ++seed) {
+    o.seed = seed;
+    if (RunSim(o).violation) return seed;
+  }
+  return 0;
+}
+
+TEST(SimTest, ForgetPromiseIsCaught) {
+  EXPECT_NE(FirstViolatingSeed(paxos::TestMutation::kForgetPromise, 3, 300), 0u);
+}
+
+TEST(SimTest, AcceptLowerBallotIsCaught) {
+  EXPECT_NE(FirstViolatingSeed(paxos::TestMutation::kAcceptLowerBallot, 3, 300), 0u);
+}
+
+}  // namespace
+}  // namespace sim
+}  // namespace chorus
