@@ -2,7 +2,7 @@
 // 3-process chorus cluster on loopback, with fsync on.
 //
 //   propose_bench [--clients=100 --value_size=100 --seconds=10 --groups=1]
-//                 [--batch --batch_count=64 --batch_delay_ms=2] [--json]
+//                 [--batch --batch_count=64 --batch_delay_ms=0] [--json]
 //
 // The program runs itself three times (fork + exec of /proc/self/exe with the
 // hidden --role=node): node 1 and node 2 just serve; node 0 also runs the
@@ -51,7 +51,7 @@ DEFINE_int32(seconds, 10, "measured duration");
 DEFINE_int32(groups, 1, "paxos groups; clients go round-robin over them");
 DEFINE_bool(batch, false, "use BatchPropose instead of Propose");
 DEFINE_int32(batch_count, 64, "Options::batch_max_count (with --batch)");
-DEFINE_int32(batch_delay_ms, 2, "Options::batch_delay_ms (with --batch)");
+DEFINE_int32(batch_delay_ms, 0, "Options::batch_delay_ms (with --batch)");
 DEFINE_int32(max_inflight, 16, "Options::max_inflight (instances in flight per group)");
 DEFINE_bool(sync_writes, true, "Options::sync_writes (fsync); keep on for real figures");
 DEFINE_bool(json, false, "print one JSON object instead of a table");

@@ -16,12 +16,6 @@ Ballot Acceptor::AcceptedBallot(uint64_t instance) const {
   return it == accepted_.end() ? Ballot() : it->second.ballot;
 }
 
-uint64_t Acceptor::MaxAcceptedNumber() const {
-  uint64_t n = 0;
-  for (const auto& kv : accepted_) n = std::max(n, kv.second.ballot.number);
-  return n;
-}
-
 void Acceptor::Promise(const Ballot& b) {
   if (b == promised_) return;
   promised_ = b;

@@ -51,8 +51,6 @@ class Acceptor {
   const Ballot& promised() const { return promised_; }
   // The ballot this acceptor accepted at `instance` (null if none / forgotten).
   Ballot AcceptedBallot(uint64_t instance) const;
-  // The largest ballot number found in the accepted state (recovery).
-  uint64_t MaxAcceptedNumber() const;
 
  private:
   void Promise(const Ballot& b);
