@@ -52,7 +52,7 @@ DEFINE_int32(groups, 1, "paxos groups; clients go round-robin over them");
 DEFINE_bool(batch, false, "use BatchPropose instead of Propose");
 DEFINE_int32(batch_count, 64, "Options::batch_max_count (with --batch)");
 DEFINE_int32(batch_delay_ms, 0, "Options::batch_delay_ms (with --batch)");
-DEFINE_int32(max_inflight, 16, "Options::max_inflight (instances in flight per group)");
+DEFINE_int32(max_inflight, 64, "Options::max_inflight (instances in flight per group)");
 DEFINE_bool(sync_writes, true, "Options::sync_writes (fsync); keep on for real figures");
 DEFINE_bool(json, false, "print one JSON object instead of a table");
 DEFINE_int32(warmup_timeout_s, 30, "how long node 0 waits for the cluster to choose a value");

@@ -20,7 +20,7 @@ ctest --test-dir build --output-on-failure -j "$JOBS" --timeout 600
 
 if [ "${CHORUS_SKIP_TSAN:-0}" != "1" ]; then
   echo "== ThreadSanitizer: utils and node tests =="
-  scripts/build.sh build-tsan -DCHORUS_SANITIZE=thread -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=OFF
+  TARGETS="utils_tests node_tests" scripts/build.sh build-tsan -DCHORUS_SANITIZE=thread -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=OFF
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L '^(utils|node)$' --timeout 600
 fi

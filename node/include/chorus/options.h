@@ -69,8 +69,11 @@ struct Options {
   // Largest value Propose accepts (TooLarge beyond). Default 8 MiB; must be
   // well under max_frame_bytes.
   size_t max_value_bytes = 8u << 20;
-  // Instances a proposer keeps in flight at once per group. Default 16.
-  int max_inflight = 16;
+  // Instances a proposer keeps in flight at once per group. Default 64.
+  // More instances share each fsync round (the loop persists a whole round
+  // with one synced write): propose_bench with 100 clients measured 64 at
+  // about 1.9x the throughput of 16, with a lower p99 (see README).
+  int max_inflight = 64;
   // Overload protection, per group: proposals waiting (queued or in
   // flight) beyond this are rejected at once with Busy. Default 10000.
   int max_waiting_proposals = 10000;
