@@ -9,8 +9,10 @@
 # ports with fresh data dirs in a temp dir, feeds values through FIFOs into
 # the stdin of node 1 and node 2 (concurrently), waits (with a deadline)
 # until every replica executed all of them, prints each replica's executed
-# sequence and exits 0 only if the three sequences are identical. The nodes
-# are always killed on exit.
+# sequence and checks the three sequences are identical. Then it kills node 3
+# with SIGKILL, proposes more values without it, restarts it on its data dir
+# and checks that it replays and catches up to the same sequence. Exits 0
+# only if every check holds. The nodes are always killed on exit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 server=${ECHO_SERVER:-$root/build/sample/echo/echo_server}
@@ -126,5 +128,43 @@ done
 # Instances strictly increase in the order of execution.
 sed 's/^instance=\([0-9]*\) .*/\1/' "$tmp/seq1" | sort -n -c -u 2>/dev/null ||
   fail "instances are not strictly increasing"
-echo "run_cluster: PASS: 3 replicas executed the same $(wc -l <"$tmp/seq1") values in the same order"
+
+# Crash node 3 (kill -9), go on without it, then restart it on its data dir:
+# it must replay its own log and learn what it missed from the others, with
+# no manual repair.
+echo "run_cluster: kill -9 node 3, propose more through node 1, restart node 3"
+kill -KILL "${pids[2]}"
+wait "${pids[2]}" 2>/dev/null || true
+exec {fds[2]}>&-
+for k in $(seq "$values_per_node"); do
+  echo "n1-w$k" >&"${fds[0]}"
+  expected+=("n1-w$k")
+done
+total=${#expected[@]}
+until [ "$(count '^proposed ' "$tmp/out1")" -ge $((2 * values_per_node)) ]; do
+  if grep -q '^error ' "$tmp/out1"; then fail "node 1: $(grep -m1 '^error ' "$tmp/out1")"; fi
+  [ "$(now)" -lt "$end" ] || fail "node 1: values not chosen without node 3 within ${deadline_s}s"
+  sleep 0.1
+done
+"$server" --node="127.0.0.1:${ports[2]}" --nodes="$nodes" --data_dir="$tmp/data3" \
+  <"$tmp/in3" >"$tmp/out3" 2>"$tmp/err3" &
+pids[2]=$!
+exec {fd}>"$tmp/in3"
+fds[2]=$fd
+for i in 1 2 3; do
+  until [ "$(grep '^executed ' "$tmp/out$i" | grep -c -E ' value=n[12]-[vw][0-9]+$' || true)" -ge "$total" ]; do
+    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
+    [ "$(now)" -lt "$end" ] || fail "node $i executed fewer than $total values within ${deadline_s}s"
+    sleep 0.1
+  done
+  grep '^executed ' "$tmp/out$i" | sed 's/^executed //' >"$tmp/seq$i"
+done
+echo "replica 3 after its restart executed:"
+sed 's/^/  /' "$tmp/seq3"
+cmp -s "$tmp/seq1" "$tmp/seq2" || fail "replicas 1 and 2 executed different sequences"
+cmp -s "$tmp/seq1" "$tmp/seq3" || fail "restarted replica 3 executed a different sequence"
+for v in "${expected[@]}"; do
+  [ "$(grep -c -- " value=$v\$" "$tmp/seq1")" = 1 ] || fail "value $v was not executed exactly once"
+done
+echo "run_cluster: PASS: 3 replicas executed the same $(wc -l <"$tmp/seq1") values in the same order, node 3 across a kill -9 and restart"
 status=0
