@@ -15,6 +15,7 @@ DEFINE_uint64(steps, 2000, "events per seed in the fault phase");
 DEFINE_int32(nodes, 3, "cluster size");
 DEFINE_string(mutation, "none", "none | forget_promise | accept_lower_ballot");
 DEFINE_bool(verbose, false, "print every event");
+DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
 
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -30,6 +31,11 @@ int main(int argc, char** argv) {
   o.nodes = FLAGS_nodes;
   o.steps = FLAGS_steps;
   o.verbose = FLAGS_verbose;
+  if (FLAGS_max_inflight < 1) {
+    std::fprintf(stderr, "--max_inflight must be >= 1\n");
+    return 2;
+  }
+  o.max_inflight = FLAGS_max_inflight;
   unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
                      crashes = 0;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
@@ -44,11 +50,11 @@ int main(int argc, char** argv) {
     if (r.violation) {
       violations++;
       std::printf("seed %llu FAILED: %s\n  replay: paxos_sim --first_seed=%llu --seeds=1 "
-                  "--steps=%llu --nodes=%d --mutation=%s --verbose\n",
+                  "--steps=%llu --nodes=%d --max_inflight=%llu --mutation=%s --verbose\n",
                   static_cast<unsigned long long>(seed), r.what.c_str(),
                   static_cast<unsigned long long>(seed),
                   static_cast<unsigned long long>(FLAGS_steps), FLAGS_nodes,
-                  FLAGS_mutation.c_str());
+                  static_cast<unsigned long long>(FLAGS_max_inflight), FLAGS_mutation.c_str());
     }
   }
   std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu\n", chosen, proposals,

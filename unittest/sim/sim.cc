@@ -184,7 +184,7 @@ class Sim {
     c.group = 0;
     c.self = nodes_[i]->id;
     c.members = members_;
-    c.max_inflight = 4;
+    c.max_inflight = o_.max_inflight;
     c.prepare_timeout_ms = 100;
     c.accept_timeout_ms = 100;
     c.learn_interval_ms = 200;

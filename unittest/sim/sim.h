@@ -32,6 +32,8 @@ struct SimOptions {
   // Events processed in the fault phase (the liveness phase comes on top).
   uint64_t steps = 2000;
   paxos::TestMutation mutation = paxos::TestMutation::kNone;
+  // CoreOptions::max_inflight of every node (pipelining depth).
+  size_t max_inflight = 4;
   bool verbose = false;  // print every event to stdout
 };
 
