@@ -380,7 +380,9 @@ TEST(TimerThreadTest, StaleIdAfterSlotReuseDoesNotCancelNewTask) {
   // 3. Cancelled while in the timer thread's heap: freed when it comes due.
   SCOPED_TRACE("cancelled in heap");
   Fired never;
-  never.when = Clock::now() + milliseconds(10);
+  // Far enough out that a loaded machine still pulls it into the heap (Flush)
+  // and cancels it before it comes due.
+  never.when = Clock::now() + milliseconds(500);
   old_id = timer.Schedule(&RecordFired, &never, never.when);
   Flush(&timer);  // pulled into the heap, still pending
   ASSERT_EQ(0, timer.Unschedule(old_id));
