@@ -206,7 +206,7 @@ TEST(NodeTest, StoppedNodeCatchesUpAfterRestart) {
 
 TEST(NodeTest, QuorumLossTimesOutAndRecovers) {
   Cluster c(3);
-  c.propose_timeout_ms = 3000;
+  c.propose_timeout_ms = 5000;
   c.StartAll();
   uint64_t instance = 0;
   ASSERT_TRUE(c.node(0)->Propose(0, "before", &instance).ok());
@@ -347,21 +347,29 @@ TEST(NodeTest, OverloadIsRejectedWithBusy) {
   c.Stop(2);
   Options o = c.OptionsFor(0);
   o.max_waiting_proposals = 2;
-  o.propose_timeout_ms = 3000;
+  o.propose_timeout_ms = 500;
   c.Stop(0);
   std::unique_ptr<Node> node;
   ASSERT_TRUE(Node::Open(o, &node).ok());
+  // Two proposers keep the group's two waiting slots taken (node 0 has no
+  // majority, so each call waits until its deadline and they call again).
+  std::atomic<bool> done{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&] {
       uint64_t instance = 0;
-      node->Propose(0, "stuck", &instance);
+      while (!done.load()) node->Propose(0, "stuck", &instance);
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  uint64_t instance = 0;
-  Status s = node->Propose(0, "one-too-many", &instance);
-  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  // A third proposer is refused at once with Busy (it may slip in while one
+  // of the two is between calls: then it waits its deadline and tries again).
+  Status last;
+  EXPECT_TRUE(WaitUntil([&] {
+    uint64_t instance = 0;
+    last = node->Propose(0, "one-too-many", &instance);
+    return last.IsBusy();
+  })) << last.ToString();
+  done = true;
   node->Stop();
   for (auto& t : threads) t.join();
 }
