@@ -5,7 +5,6 @@
 #include <random>
 
 #include "node/value_codec.h"
-#include "utils/check.h"
 #include "utils/coding.h"
 
 namespace chorus {

@@ -1,7 +1,7 @@
 #include "paxos/core.h"
 
 #include "paxos/acceptor.h"
-#include "paxos/check.h"
+#include "utils/check.h"
 #include "paxos/learner.h"
 #include "paxos/proposer.h"
 #include "paxos/value.h"
