@@ -81,6 +81,44 @@ now() { date +%s; }
 end=$(( $(now) + deadline_s ))
 count() { grep -c -- "$1" "$2" 2>/dev/null || true; }
 
+# wait_proposed NODE N: node NODE answered N of its proposals, none failed.
+wait_proposed() {
+  local i=$1 n=$2
+  until [ "$(count '^proposed ' "$tmp/out$i")" -ge "$n" ]; do
+    if grep -q '^error ' "$tmp/out$i"; then fail "node $i: $(grep -m1 '^error ' "$tmp/out$i")"; fi
+    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
+    [ "$(now)" -lt "$end" ] || fail "node $i: fewer than $n of its values chosen within ${deadline_s}s"
+    sleep 0.1
+  done
+}
+
+# wait_executed N: every replica executed N of the test's values; then
+# $tmp/seq<i> holds each replica's executed sequence.
+wait_executed() {
+  local n=$1 i
+  for i in 1 2 3; do
+    until [ "$(grep '^executed ' "$tmp/out$i" | grep -c -E ' value=n[12]-[vw][0-9]+$' || true)" -ge "$n" ]; do
+      kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
+      [ "$(now)" -lt "$end" ] || fail "node $i executed fewer than $n values within ${deadline_s}s"
+      sleep 0.1
+    done
+    grep '^executed ' "$tmp/out$i" | sed 's/^executed //' >"$tmp/seq$i"
+  done
+}
+
+# check_sequences: the three replicas executed the same sequence, holding
+# every expected value exactly once, at strictly increasing instances.
+check_sequences() {
+  local v
+  cmp -s "$tmp/seq1" "$tmp/seq2" || fail "replicas 1 and 2 executed different sequences"
+  cmp -s "$tmp/seq1" "$tmp/seq3" || fail "replicas 1 and 3 executed different sequences"
+  for v in "${expected[@]}"; do
+    [ "$(grep -c -- " value=$v\$" "$tmp/seq1")" = 1 ] || fail "value $v was not executed exactly once"
+  done
+  sed 's/^instance=\([0-9]*\) .*/\1/' "$tmp/seq1" | sort -n -c -u 2>/dev/null ||
+    fail "instances are not strictly increasing"
+}
+
 for i in 1 2 3; do
   until [ "$(count '^ready ' "$tmp/out$i")" -ge 1 ]; do
     kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited before it was ready"
@@ -97,37 +135,16 @@ for k in $(seq "$values_per_node"); do
 done
 total=${#expected[@]}
 
-# Every proposer hears back for each of its values, and nothing fails.
-for i in 1 2; do
-  until [ "$(count '^proposed ' "$tmp/out$i")" -ge "$values_per_node" ]; do
-    if grep -q '^error ' "$tmp/out$i"; then fail "node $i: $(grep -m1 '^error ' "$tmp/out$i")"; fi
-    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
-    [ "$(now)" -lt "$end" ] || fail "node $i: not all of its values were proposed within ${deadline_s}s"
-    sleep 0.1
-  done
-done
-# Every replica executes all of them.
+# Every proposer hears back for each of its values, and every replica
+# executes all of them in one order.
+wait_proposed 1 "$values_per_node"
+wait_proposed 2 "$values_per_node"
+wait_executed "$total"
 for i in 1 2 3; do
-  until [ "$(grep '^executed ' "$tmp/out$i" | grep -c -E ' value=n[12]-v[0-9]+$' || true)" -ge "$total" ]; do
-    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
-    [ "$(now)" -lt "$end" ] || fail "node $i executed fewer than $total values within ${deadline_s}s"
-    sleep 0.1
-  done
-done
-
-for i in 1 2 3; do
-  grep '^executed ' "$tmp/out$i" | sed 's/^executed //' >"$tmp/seq$i"
   echo "replica $i executed:"
   sed 's/^/  /' "$tmp/seq$i"
 done
-cmp -s "$tmp/seq1" "$tmp/seq2" || fail "replicas 1 and 2 executed different sequences"
-cmp -s "$tmp/seq1" "$tmp/seq3" || fail "replicas 1 and 3 executed different sequences"
-for v in "${expected[@]}"; do
-  [ "$(grep -c -- " value=$v\$" "$tmp/seq1")" = 1 ] || fail "value $v was not executed exactly once"
-done
-# Instances strictly increase in the order of execution.
-sed 's/^instance=\([0-9]*\) .*/\1/' "$tmp/seq1" | sort -n -c -u 2>/dev/null ||
-  fail "instances are not strictly increasing"
+check_sequences
 
 # Crash node 3 (kill -9), go on without it, then restart it on its data dir:
 # it must replay its own log and learn what it missed from the others, with
@@ -135,36 +152,22 @@ sed 's/^instance=\([0-9]*\) .*/\1/' "$tmp/seq1" | sort -n -c -u 2>/dev/null ||
 echo "run_cluster: kill -9 node 3, propose more through node 1, restart node 3"
 kill -KILL "${pids[2]}"
 wait "${pids[2]}" 2>/dev/null || true
-exec {fds[2]}>&-
+fd=${fds[2]}
+exec {fd}>&-
 for k in $(seq "$values_per_node"); do
   echo "n1-w$k" >&"${fds[0]}"
   expected+=("n1-w$k")
 done
 total=${#expected[@]}
-until [ "$(count '^proposed ' "$tmp/out1")" -ge $((2 * values_per_node)) ]; do
-  if grep -q '^error ' "$tmp/out1"; then fail "node 1: $(grep -m1 '^error ' "$tmp/out1")"; fi
-  [ "$(now)" -lt "$end" ] || fail "node 1: values not chosen without node 3 within ${deadline_s}s"
-  sleep 0.1
-done
+wait_proposed 1 $((2 * values_per_node))
 "$server" --node="127.0.0.1:${ports[2]}" --nodes="$nodes" --data_dir="$tmp/data3" \
   <"$tmp/in3" >"$tmp/out3" 2>"$tmp/err3" &
 pids[2]=$!
 exec {fd}>"$tmp/in3"
 fds[2]=$fd
-for i in 1 2 3; do
-  until [ "$(grep '^executed ' "$tmp/out$i" | grep -c -E ' value=n[12]-[vw][0-9]+$' || true)" -ge "$total" ]; do
-    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
-    [ "$(now)" -lt "$end" ] || fail "node $i executed fewer than $total values within ${deadline_s}s"
-    sleep 0.1
-  done
-  grep '^executed ' "$tmp/out$i" | sed 's/^executed //' >"$tmp/seq$i"
-done
+wait_executed "$total"
 echo "replica 3 after its restart executed:"
 sed 's/^/  /' "$tmp/seq3"
-cmp -s "$tmp/seq1" "$tmp/seq2" || fail "replicas 1 and 2 executed different sequences"
-cmp -s "$tmp/seq1" "$tmp/seq3" || fail "restarted replica 3 executed a different sequence"
-for v in "${expected[@]}"; do
-  [ "$(grep -c -- " value=$v\$" "$tmp/seq1")" = 1 ] || fail "value $v was not executed exactly once"
-done
+check_sequences
 echo "run_cluster: PASS: 3 replicas executed the same $(wc -l <"$tmp/seq1") values in the same order, node 3 across a kill -9 and restart"
 status=0
