@@ -162,7 +162,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
                             " bytes exceeds max_value_bytes " + std::to_string(o.max_value_bytes));
   }
   auto waiter = std::make_shared<ProposalWaiter>();
-  Status s = ResolveStateMachine(ctx, &waiter->state_machine_id);
+  Status s = ResolveStateMachine(ctx, &waiter->value.state_machine_id);
   if (!s.ok()) return s;
   // Overload protection: refuse at once rather than queue without bound.
   if (waiting_.fetch_add(1, std::memory_order_relaxed) >= o.max_waiting_proposals) {
@@ -179,13 +179,13 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   if (!s.ok()) return s;
   waiter->ticket = waiter->notifier->Prepare();
   waiter->ctx = ctx;
-  waiter->payload = value;
 
   if (batch) {
+    waiter->value.payload = value;  // packed with the others when the batch leaves
     batch_.Add(waiter);
   } else {
     auto request = std::make_shared<ProposalRequest>();
-    request->value = EncodeSingleValue(waiter->state_machine_id, value);
+    request->value = EncodeSingleValue(waiter->value.state_machine_id, value);
     request->waiters.push_back(waiter);
     request->enqueued = Clock::now();
     request->deadline = request->enqueued + std::chrono::milliseconds(o.propose_timeout_ms);

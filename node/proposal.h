@@ -19,6 +19,7 @@
 
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
+#include "node/value_codec.h"
 #include "utils/notifier.h"
 
 namespace chorus {
@@ -27,8 +28,9 @@ struct ProposalWaiter {
   // Set by the proposing thread before the request is posted; then read-only.
   Notifier* notifier = nullptr;
   uint64_t ticket = 0;
-  int state_machine_id = 0;
-  std::string payload;
+  // The state machine it is for; and for BatchPropose the value itself,
+  // until its batch is packed.
+  AppValue value;
 
   // The proposer's context, used by Execute only while the proposer still
   // waits. If the proposer gives up on its own (the loop did not answer by

@@ -11,13 +11,10 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   auto request = std::make_shared<ProposalRequest>();
   request->waiters.swap(pending_);
   pending_bytes_ = 0;
-  std::vector<AppValue> values;
+  std::vector<const AppValue*> values;
   values.reserve(request->waiters.size());
-  for (const auto& w : request->waiters) values.push_back(AppValue{w->state_machine_id, w->payload});
-  std::vector<const AppValue*> refs;
-  refs.reserve(values.size());
-  for (const AppValue& v : values) refs.push_back(&v);
-  request->value = EncodeBatchValue(refs);
+  for (const auto& w : request->waiters) values.push_back(&w->value);
+  request->value = EncodeBatchValue(values);
   request->enqueued = std::chrono::steady_clock::now();
   request->deadline = request->enqueued + std::chrono::milliseconds(options_->propose_timeout_ms);
   return request;
@@ -50,7 +47,7 @@ void ProposeBatch::Add(std::shared_ptr<ProposalWaiter> waiter) {
       AnswerStopped(waiter.get());
       return;
     }
-    pending_bytes_ += waiter->payload.size();
+    pending_bytes_ += waiter->value.payload.size();
     pending_.push_back(std::move(waiter));
     first = pending_.size() == 1;
     if (pending_.size() >= static_cast<size_t>(options_->batch_max_count) ||
