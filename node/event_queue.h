@@ -71,9 +71,10 @@ class EventQueue {
 
   // Closes the queue: Push fails from now on, TakeAll returns false, queued
   // events are dropped.
-  void Close() {
+  void Close(std::deque<Event>* dropped = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
+    if (dropped != nullptr) dropped->swap(events_);
     events_.clear();
     cv_.notify_all();
   }

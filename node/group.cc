@@ -113,10 +113,14 @@ Status Group::Start() {
 
 void Group::Stop() {
   if (stopped_.exchange(true)) return;
-  queue_->Close();
+  std::deque<Event> dropped;
+  queue_->Close(&dropped);
   if (loop_.joinable()) loop_.join();
   // The loop is gone: this thread now owns its state.
   const Status stopped = Status::Stopped("the node is stopping");
+  for (Event& e : dropped) {
+    if (e.kind == Event::Kind::kPropose && e.request) AnswerAll(e.request.get(), stopped);
+  }
   for (auto& [token, in] : in_core_) AnswerAll(in.request.get(), stopped);
   in_core_.clear();
   if (auto pending = batch_.Close()) AnswerAll(pending.get(), stopped);

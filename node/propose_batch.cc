@@ -47,6 +47,15 @@ void ProposeBatch::Add(std::shared_ptr<ProposalWaiter> waiter) {
       AnswerStopped(waiter.get());
       return;
     }
+    // Never let one value push a batch past batch_max_bytes: send what is
+    // pending first, and start a new batch with this value.
+    if (!pending_.empty() &&
+        pending_bytes_ + waiter->value.payload.size() > options_->batch_max_bytes) {
+      Event event;
+      event.kind = Event::Kind::kPropose;
+      event.request = TakeLocked();
+      Post(std::move(event));  // under mu_: Push only takes the queue's lock
+    }
     pending_bytes_ += waiter->value.payload.size();
     pending_.push_back(std::move(waiter));
     first = pending_.size() == 1;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
@@ -480,5 +482,148 @@ TEST_F(OptionsTest, StateMachinesOfSeveralGroups) {
   EXPECT_EQ(sm1b_.values(), std::vector<std::string>{"for-g1"});
 }
 
+
+// ---- review tests ----
+
+// Blocks Execute of values starting with "block" until released.
+class GateStateMachine : public StateMachine {
+ public:
+  int id() const override { return 1; }
+  Status Execute(uint32_t, uint64_t, const std::string& value, ExecuteContext*) override {
+    if (value.rfind("block", 0) == 0) {
+      std::unique_lock<std::mutex> l(mu_);
+      entered_ = true;
+      cv_.notify_all();
+      cv_.wait(l, [&] { return open_; });
+    }
+    return Status::OK();
+  }
+  void WaitEntered() {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return entered_; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> l(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false, open_ = false;
+};
+
+TEST(ReviewTest, StopAnswersProposalsStillQueued) {
+  TempDir dir;
+  GateStateMachine sm;
+  Options o;
+  o.self = NodeInfo{"127.0.0.1", FreePort()};
+  o.nodes = {o.self};
+  o.data_dir = dir.path() + "/d";
+  o.state_machines = {{0, &sm}};
+  o.propose_timeout_ms = 1000;
+  o.log_level = LogLevel::kNone;
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  std::thread a([&] { uint64_t i; node->Propose(0, "block", &i); });
+  sm.WaitEntered();  // the loop is busy executing "block"
+  Status queued;
+  auto start = std::chrono::steady_clock::now();
+  std::thread b([&] { uint64_t i; queued = node->Propose(0, "queued", &i); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // b's event is in the queue
+  std::thread stopper([&] { node->Stop(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Stop closed the queue
+  sm.Open();
+  stopper.join();
+  a.join();
+  b.join();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(queued.IsStopped()) << queued.ToString() << " after " << ms << " ms";
+}
+
+TEST(ReviewTest, TwoValidValuesInOneBatchAreNotTooLarge) {
+  TempDir dir;
+  RecordingStateMachine sm;
+  Options o;
+  o.self = NodeInfo{"127.0.0.1", FreePort()};
+  o.nodes = {o.self};
+  o.data_dir = dir.path() + "/d";
+  o.state_machines = {{0, &sm}};
+  o.batch_delay_ms = 300;  // both values go in one batch
+  o.log_level = LogLevel::kNone;
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  Status s1, s2;
+  std::thread t1([&] { uint64_t i; uint32_t b; s1 = node->BatchPropose(0, std::string(900 << 10, 'a'), &i, &b); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::thread t2([&] { uint64_t i; uint32_t b; s2 = node->BatchPropose(0, std::string(o.max_value_bytes, 'b'), &i, &b); });
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(s1.ok()) << s1.ToString();
+  EXPECT_TRUE(s2.ok()) << s2.ToString();
+}
+
+class CheckpointStateMachine : public RecordingStateMachine {
+ public:
+  CheckpointStateMachine(int id, uint64_t checkpoint) : RecordingStateMachine(id), checkpoint_(checkpoint) {}
+  uint64_t GetCheckpointInstanceId(uint32_t) const override { return checkpoint_; }
+ private:
+  uint64_t checkpoint_;
+};
+
+TEST(ReviewTest, ReplayHonoursEachStateMachinesCheckpoint) {
+  TempDir dir;
+  Options o;
+  o.self = NodeInfo{"127.0.0.1", FreePort()};
+  o.nodes = {o.self};
+  o.data_dir = dir.path() + "/d";
+  o.log_level = LogLevel::kNone;
+  {
+    RecordingStateMachine sm1(1), sm2(2);
+    o.state_machines = {{0, &sm1}, {0, &sm2}};
+    std::unique_ptr<Node> node;
+    ASSERT_TRUE(Node::Open(o, &node).ok());
+    ExecuteContext c1, c2;
+    c1.state_machine_id = 1;
+    c2.state_machine_id = 2;
+    uint64_t i;
+    for (int k = 0; k < 4; ++k) ASSERT_TRUE(node->Propose(0, "sm1-" + std::to_string(k), &i, &c1).ok());
+    ASSERT_TRUE(node->Propose(0, "sm2", &i, &c2).ok());
+  }
+  // sm1 durably reflects instances 0..3; sm2 is in-memory (checkpoint 0).
+  CheckpointStateMachine sm1(1, 4), sm2(2, 0);
+  o.state_machines = {{0, &sm1}, {0, &sm2}};
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  EXPECT_EQ(sm2.values(), std::vector<std::string>{"sm2"});
+  EXPECT_TRUE(sm1.values().empty()) << "sm1 re-executed " << sm1.values().size()
+                                    << " values below its checkpoint";
+}
+
+TEST(ReviewTest, DestroyAfterStopWhileAProposalWasQueued) {
+  TempDir dir;
+  GateStateMachine sm;
+  Options o;
+  o.self = NodeInfo{"127.0.0.1", FreePort()};
+  o.nodes = {o.self};
+  o.data_dir = dir.path() + "/d";
+  o.state_machines = {{0, &sm}};
+  o.propose_timeout_ms = 300;
+  o.log_level = LogLevel::kNone;
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  Node* raw = node.get();
+  std::thread a([&] { uint64_t i; raw->Propose(0, "block", &i); });
+  sm.WaitEntered();
+  std::thread b([&] { uint64_t i; raw->Propose(0, "queued", &i); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread stopper([&] { raw->Stop(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  sm.Open();
+  stopper.join();
+  a.join();
+  node.reset();  // "Stop: waiting proposers return Stopped" -- but b is still inside Group::Propose
+  b.join();
+}
 }  // namespace
 }  // namespace chorus
