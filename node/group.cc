@@ -84,7 +84,10 @@ Status Group::Replay() {
   // its state; the rest of the chosen prefix is executed again, in order.
   const uint64_t end = core_->chosen_end();
   uint64_t from = end;
-  for (const auto& [id, sm] : state_machines_) from = std::min(from, sm->GetCheckpointInstanceId(index_));
+  for (const auto& [id, sm] : state_machines_) {
+    checkpoints_[id] = sm->GetCheckpointInstanceId(index_);
+    from = std::min(from, checkpoints_[id]);
+  }
   for (uint64_t i = from; i < end; ++i) {
     paxos::ChosenValue chosen;
     Status s = core_->ReadChosen(i, &chosen);
@@ -127,6 +130,12 @@ void Group::Stop() {
   timers_->CancelAll();
 }
 
+Status Group::health() const {
+  if (stopped_.load(std::memory_order_acquire)) return Status::Stopped("the node is stopped");
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return health_;
+}
+
 uint64_t Group::min_chosen_instance_id() const {
   uint64_t id = 0;
   return log_->GetMinInstanceId(&id).ok() ? id : 0;
@@ -161,6 +170,10 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
                       uint64_t* instance_id, uint32_t* batch_index) {
   const Options& o = *env_.options;
   if (stopped_.load(std::memory_order_acquire)) return Status::Stopped("the node is stopping");
+  if (std::this_thread::get_id() == loop_thread_id_.load(std::memory_order_acquire)) {
+    return Status::InvalidArgument("Propose called from inside Execute of group " +
+                                   std::to_string(index_) + ": it would wait for itself");
+  }
   if (value.size() > o.max_value_bytes) {
     return Status::TooLarge("value of " + std::to_string(value.size()) +
                             " bytes exceeds max_value_bytes " + std::to_string(o.max_value_bytes));
@@ -220,6 +233,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
 }
 
 void Group::Loop() {
+  loop_thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
   std::deque<Event> events;
   paxos::Outputs step;
   ExecuteRound();  // the outputs of core_->Start()
@@ -378,7 +392,9 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
       }
       Status result;
       auto sm = state_machines_.find(values[i].state_machine_id);
-      if (sm != state_machines_.end()) {
+      if (sm != state_machines_.end() && chosen.instance < checkpoints_[sm->first]) {
+        // Already reflected in this state machine's own durable state.
+      } else if (sm != state_machines_.end()) {
         if (waiter != nullptr) {
           std::lock_guard<std::mutex> lock(waiter->mu);
           ExecuteContext* ctx = waiter->abandoned ? nullptr : waiter->ctx;
@@ -421,6 +437,10 @@ void Group::Finish(const paxos::ProposalResult& result) {
 void Group::Halt(const Status& why) {
   CHORUS_LOG(env_.logger, kError, "%s", why.ToString().c_str());
   halted_ = why;
+  {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    health_ = why;
+  }
   for (auto& [token, in] : in_core_) {
     if (in.deadline_timer != 0) timers_->Cancel(in.deadline_timer);
     AnswerAll(in.request.get(), why);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -73,6 +74,10 @@ class Group {
   // Thread-safe queries.
   uint64_t now_instance_id() const { return next_execute_.load(std::memory_order_acquire); }
   uint64_t min_chosen_instance_id() const;
+  // OK while the group works; the reason once it halted (IOError: a log
+  // write failed; Corruption: its log disagrees with a peer's); Stopped after
+  // Stop().
+  Status health() const;
 
  private:
   Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
@@ -99,6 +104,9 @@ class Group {
   std::unique_ptr<paxos::Core> core_;
   // id -> state machine of this group. Read-only after construction.
   std::map<int, StateMachine*> state_machines_;
+  // id -> GetCheckpointInstanceId() at Open: the state machine already
+  // reflects every instance below it, so Apply skips those. Set by Replay.
+  std::map<int, uint64_t> checkpoints_;
   std::vector<uint64_t> peers_;  // every member but self; read-only
 
   std::shared_ptr<EventQueue> queue_;
@@ -109,6 +117,11 @@ class Group {
   std::atomic<int> waiting_{0};
   // The next instance the state machines execute (written by the loop).
   std::atomic<uint64_t> next_execute_{0};
+  // The loop thread, so that Propose from inside Execute is refused instead
+  // of waiting for itself.
+  std::atomic<std::thread::id> loop_thread_id_{};
+  mutable std::mutex health_mu_;
+  Status health_;  // GUARDED_BY(health_mu_): copy of halted_ for other threads
 
   // ---- Loop thread only ----
   std::unique_ptr<GroupTimers> timers_;

@@ -1,5 +1,8 @@
 #include "node/node_impl.h"
 
+#include <chrono>
+#include <thread>
+
 #include "node/options_validation.h"
 #include "utils/coding.h"
 #include "utils/notifier_pool.h"
@@ -22,7 +25,25 @@ Status Node::Open(const Options& options, std::unique_ptr<Node>* node) {
 NodeImpl::NodeImpl(const Options& options)
     : options_(options), logger_(options.log_hook, options.log_level) {}
 
-NodeImpl::~NodeImpl() { Stop(); }
+namespace {
+// Counts a call for as long as it runs.
+class ActiveCall {
+ public:
+  explicit ActiveCall(std::atomic<int>* n) : n_(n) { n_->fetch_add(1, std::memory_order_acq_rel); }
+  ~ActiveCall() { n_->fetch_sub(1, std::memory_order_acq_rel); }
+
+ private:
+  std::atomic<int>* const n_;
+};
+}  // namespace
+
+NodeImpl::~NodeImpl() {
+  Stop();
+  // Stop answered every waiter; wait until each has left its Group.
+  while (active_calls_.load(std::memory_order_acquire) > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 Status NodeImpl::OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log) {
   if (options_.log_storage_factory) return options_.log_storage_factory(group, log);
@@ -97,6 +118,7 @@ Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* ins
                          ExecuteContext* ctx) {
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
+  ActiveCall call(&active_calls_);
   return g->Propose(value, ctx, /*batch=*/false, instance_id, nullptr);
 }
 
@@ -104,6 +126,7 @@ Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t
                               uint32_t* batch_index, ExecuteContext* ctx) {
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
+  ActiveCall call(&active_calls_);
   return g->Propose(value, ctx, /*batch=*/true, instance_id, batch_index);
 }
 
@@ -115,6 +138,12 @@ uint64_t NodeImpl::GetNowInstanceId(uint32_t group) const {
 uint64_t NodeImpl::GetMinChosenInstanceId(uint32_t group) const {
   Group* g = FindGroup(group);
   return g == nullptr ? 0 : g->min_chosen_instance_id();
+}
+
+Status NodeImpl::GetGroupStatus(uint32_t group) const {
+  Group* g = FindGroup(group);
+  if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
+  return g->health();
 }
 
 void NodeImpl::Stop() {

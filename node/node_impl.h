@@ -31,6 +31,7 @@ class NodeImpl : public Node {
   uint64_t GetNowInstanceId(uint32_t group) const override;
   uint64_t GetMinChosenInstanceId(uint32_t group) const override;
   uint64_t node_id() const override { return options_.self.id(); }
+  Status GetGroupStatus(uint32_t group) const override;
   void Stop() override;
 
   // Messages that named no valid group (dropped).
@@ -48,6 +49,10 @@ class NodeImpl : public Node {
   // Filled by Init before the transport starts, read-only afterwards.
   std::vector<std::unique_ptr<Group>> groups_;
   std::atomic<uint64_t> misrouted_{0};
+  // Propose/BatchPropose calls inside a Group right now. The destructor
+  // waits for them to leave before the groups are freed: a proposer woken
+  // by Stop may still be on its way out of Group::Propose.
+  std::atomic<int> active_calls_{0};
   std::mutex stop_mu_;
   bool stopped_ = false;  // GUARDED_BY(stop_mu_)
 };

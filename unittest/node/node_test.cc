@@ -482,8 +482,7 @@ TEST_F(OptionsTest, StateMachinesOfSeveralGroups) {
   EXPECT_EQ(sm1b_.values(), std::vector<std::string>{"for-g1"});
 }
 
-
-// ---- review tests ----
+// ---- Stop, batch sizes and replay: edge cases ----
 
 // Blocks Execute of values starting with "block" until released.
 class GateStateMachine : public StateMachine {
@@ -513,7 +512,7 @@ class GateStateMachine : public StateMachine {
   bool entered_ = false, open_ = false;
 };
 
-TEST(ReviewTest, StopAnswersProposalsStillQueued) {
+TEST(NodeEdgeTest, StopAnswersProposalsStillQueued) {
   TempDir dir;
   GateStateMachine sm;
   Options o;
@@ -541,7 +540,7 @@ TEST(ReviewTest, StopAnswersProposalsStillQueued) {
   EXPECT_TRUE(queued.IsStopped()) << queued.ToString() << " after " << ms << " ms";
 }
 
-TEST(ReviewTest, TwoValidValuesInOneBatchAreNotTooLarge) {
+TEST(NodeEdgeTest, TwoValidValuesInOneBatchAreNotTooLarge) {
   TempDir dir;
   RecordingStateMachine sm;
   Options o;
@@ -571,7 +570,7 @@ class CheckpointStateMachine : public RecordingStateMachine {
   uint64_t checkpoint_;
 };
 
-TEST(ReviewTest, ReplayHonoursEachStateMachinesCheckpoint) {
+TEST(NodeEdgeTest, ReplayHonoursEachStateMachinesCheckpoint) {
   TempDir dir;
   Options o;
   o.self = NodeInfo{"127.0.0.1", FreePort()};
@@ -600,7 +599,7 @@ TEST(ReviewTest, ReplayHonoursEachStateMachinesCheckpoint) {
                                     << " values below its checkpoint";
 }
 
-TEST(ReviewTest, DestroyAfterStopWhileAProposalWasQueued) {
+TEST(NodeEdgeTest, DestroyAfterStopWhileAProposalWasQueued) {
   TempDir dir;
   GateStateMachine sm;
   Options o;
@@ -622,8 +621,101 @@ TEST(ReviewTest, DestroyAfterStopWhileAProposalWasQueued) {
   sm.Open();
   stopper.join();
   a.join();
-  node.reset();  // "Stop: waiting proposers return Stopped" -- but b is still inside Group::Propose
+  // b may still be on its way out of Propose: destroying the node must wait for it.
+  node.reset();
   b.join();
 }
+}  // namespace
+}  // namespace chorus
+
+namespace chorus {
+namespace {
+
+// A LogStorage whose writes can be made to fail, over the leveldb one.
+class FailingLogStorage : public LogStorage {
+ public:
+  FailingLogStorage(std::unique_ptr<LogStorage> base, std::atomic<bool>* fail)
+      : base_(std::move(base)), fail_(fail) {}
+  Status Write(const LogWriteBatch& batch, bool sync) override {
+    if (fail_->load()) return Status::IOError("injected: disk full");
+    return base_->Write(batch, sync);
+  }
+  Status Get(uint64_t instance, std::string* record) override { return base_->Get(instance, record); }
+  Status GetMaxInstanceId(uint64_t* i) override { return base_->GetMaxInstanceId(i); }
+  Status GetMinInstanceId(uint64_t* i) override { return base_->GetMinInstanceId(i); }
+  Status GetVariable(const std::string& n, std::string* v) override { return base_->GetVariable(n, v); }
+
+ private:
+  std::unique_ptr<LogStorage> base_;
+  std::atomic<bool>* fail_;
+};
+
+TEST(NodeEdgeTest, FailedLogWriteHaltsTheGroupWithIOError) {
+  TempDir dir;
+  RecordingStateMachine sm;
+  std::atomic<bool> fail{false};
+  Options o;
+  o.self = NodeInfo{"127.0.0.1", FreePort()};
+  o.nodes = {o.self};
+  o.state_machines = {{0, &sm}};
+  o.log_level = LogLevel::kNone;
+  o.log_storage_factory = [&](uint32_t group, std::unique_ptr<LogStorage>* out) {
+    LevelDbLogOptions lo;
+    lo.group = group;
+    std::unique_ptr<LogStorage> base;
+    Status s = OpenLevelDbLogStorage(dir.path() + "/g" + std::to_string(group), lo, &base);
+    if (s.ok()) out->reset(new FailingLogStorage(std::move(base), &fail));
+    return s;
+  };
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  uint64_t instance = 0;
+  ASSERT_TRUE(node->Propose(0, "before", &instance).ok());
+  EXPECT_TRUE(node->GetGroupStatus(0).ok());
+  fail = true;
+  Status s = node->Propose(0, "lost", &instance);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_TRUE(node->GetGroupStatus(0).IsIOError());
+  // Halted: nothing more is applied, later proposals fail at once.
+  fail = false;
+  EXPECT_TRUE(node->Propose(0, "after", &instance).IsIOError());
+  EXPECT_EQ(sm.values(), std::vector<std::string>{"before"});
+  EXPECT_TRUE(node->GetGroupStatus(5).IsInvalidArgument());
+  node->Stop();
+  EXPECT_TRUE(node->GetGroupStatus(0).IsStopped());
+}
+
+// Proposes to its own group from inside Execute.
+class ReentrantStateMachine : public StateMachine {
+ public:
+  int id() const override { return 1; }
+  Status Execute(uint32_t group, uint64_t, const std::string& value, ExecuteContext*) override {
+    if (value == "reenter") {
+      uint64_t instance = 0;
+      inner = node->Propose(group, "inner", &instance);
+    }
+    return Status::OK();
+  }
+  Node* node = nullptr;
+  Status inner;
+};
+
+TEST(NodeEdgeTest, ProposeFromExecuteIsRefusedNotDeadlocked) {
+  TempDir dir;
+  ReentrantStateMachine sm;
+  Options o;
+  o.self = NodeInfo{"127.0.0.1", FreePort()};
+  o.nodes = {o.self};
+  o.data_dir = dir.path() + "/d";
+  o.state_machines = {{0, &sm}};
+  o.log_level = LogLevel::kNone;
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  sm.node = node.get();
+  uint64_t instance = 0;
+  ASSERT_TRUE(node->Propose(0, "reenter", &instance).ok());
+  EXPECT_TRUE(sm.inner.IsInvalidArgument()) << sm.inner.ToString();
+}
+
 }  // namespace
 }  // namespace chorus

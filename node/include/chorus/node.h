@@ -47,7 +47,11 @@ class Node {
   //   Timeout          not chosen+executed within propose_timeout_ms; the
   //                    value may still be chosen later;
   //   Stopped          the node is stopping;
-  //   Corruption       the group halted on a checksum mismatch.
+  //   IOError          the group halted: writing its log failed;
+  //   Corruption       the group halted: its log disagrees with a peer's
+  //                    (chained checksum mismatch).
+  // REQUIRES: not called from StateMachine::Execute of the same group
+  // (InvalidArgument: it would wait for itself).
   virtual Status Propose(uint32_t group, const std::string& value, uint64_t* instance_id,
                          ExecuteContext* ctx = nullptr) = 0;
 
@@ -63,6 +67,12 @@ class Node {
   virtual uint64_t GetMinChosenInstanceId(uint32_t group) const = 0;
   // This node's id (NodeInfo::id() of options.self).
   virtual uint64_t node_id() const = 0;
+
+  // OK while `group` works. Once it halted, the reason (IOError: a log write
+  // failed; Corruption: its log disagrees with a peer's); the group then
+  // refuses proposals with that Status and applies nothing more until the
+  // process restarts it. Stopped after Stop(); InvalidArgument for a bad group.
+  virtual Status GetGroupStatus(uint32_t group) const = 0;
 
   // Stops the node: waiting proposers return Stopped, loop and transport
   // threads are joined, logs closed. Idempotent.

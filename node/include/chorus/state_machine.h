@@ -34,9 +34,12 @@ class StateMachine {
   // proposed with ExecuteContext::state_machine_id == id() go to this one.
   virtual int id() const = 0;
 
-  // Executes `value`, chosen at `instance` of `group`. Called on the group's
-  // loop thread, in instance order, exactly once per instance per process run
-  // (after a restart, from GetCheckpointInstanceId() on).
+  // Executes `value`, chosen at `instance` of `group`. Called in instance
+  // order, one call at a time per group, exactly once per instance per
+  // process run: on the group's loop thread, except for the replay of the
+  // log after a restart, which runs inside Node::Open (from this state
+  // machine's GetCheckpointInstanceId() on; instances below it are skipped).
+  // Must not call Propose on its own group (it would wait for itself).
   // REQUIRES: deterministic: every replica must reach the same state.
   // `ctx` is the proposer's context on the proposing node, nullptr elsewhere.
   // The returned Status is handed back to the proposer as Propose's result;
