@@ -312,15 +312,38 @@ void Group::HandleDeadline(uint64_t token, paxos::Outputs* step) {
 
 void Group::Merge(paxos::Outputs* step) {
   paxos::Outputs& r = round_;
+  // Merging must give what executing the steps one by one would give.
+  // Storage applies a batch's deletes before its records: a step's trim also
+  // removes records that earlier steps of this round wrote below it.
+  if (step->persist.delete_below > r.persist.delete_below) {
+    const uint64_t below = step->persist.delete_below;
+    auto& recs = r.persist.records;
+    recs.erase(std::remove_if(recs.begin(), recs.end(),
+                              [below](const auto& rec) { return rec.first < below; }),
+               recs.end());
+    r.persist.delete_below = below;
+  }
   for (auto& rec : step->persist.records) r.persist.records.push_back(std::move(rec));
   for (auto& var : step->persist.variables) r.persist.variables.push_back(std::move(var));
-  r.persist.delete_below = std::max(r.persist.delete_below, step->persist.delete_below);
   r.sync = r.sync || step->sync;
   AppendAll(&r.messages, &step->messages);
   for (auto& c : step->chosen) r.chosen.push_back(std::move(c));
   for (auto& f : step->finished) r.finished.push_back(std::move(f));
-  for (auto& t : step->timers) r.timers.push_back(t);
-  for (auto& t : step->cancel_timers) r.cancel_timers.push_back(t);
+  // Timers: a later step's cancel drops a start of this round it names, and
+  // a later start of a kind supersedes an earlier start of that kind; what
+  // is left runs as cancels then starts, like a single step.
+  for (const paxos::TimerId& c : step->cancel_timers) {
+    r.timers.erase(std::remove_if(r.timers.begin(), r.timers.end(),
+                                  [&c](const paxos::TimerStart& t) { return t.id == c; }),
+                   r.timers.end());
+    r.cancel_timers.push_back(c);
+  }
+  for (const paxos::TimerStart& t : step->timers) {
+    r.timers.erase(std::remove_if(r.timers.begin(), r.timers.end(),
+                                  [&t](const paxos::TimerStart& o) { return o.id.kind == t.id.kind; }),
+                   r.timers.end());
+    r.timers.push_back(t);
+  }
   for (auto& e : step->errors) r.errors.push_back(std::move(e));
 }
 

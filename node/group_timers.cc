@@ -65,7 +65,10 @@ void GroupTimers::CancelCore(const paxos::TimerId& id) {
   auto it = core_timers_.find(id.kind);
   if (it == core_timers_.end()) return;
   auto p = pending_.find(it->second);
-  if (p != pending_.end() && p->second->event.timer == id) Cancel(it->second);
+  // Only the live timer of that kind, and only if it is the one named: a
+  // cancel of an older generation leaves the newer timer alone.
+  if (p == pending_.end() || !(p->second->event.timer == id)) return;
+  Cancel(it->second);
   core_timers_.erase(it);
 }
 
