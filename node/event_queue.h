@@ -22,7 +22,8 @@ struct Event {
     kMessage,     // bytes: a paxos message from a peer
     kTimeout,     // timer: a core timer fired
     kDeadline,    // token: a proposal's deadline passed
-    kFlushBatch,  // the batch delay passed: send the pending batch
+    kFlushBatch,    // the batch delay passed: send the pending batch
+    kBacklogCheck,  // the oldest waiting proposal may have expired
   };
   Kind kind = Kind::kMessage;
   std::shared_ptr<ProposalRequest> request;

@@ -126,6 +126,8 @@ void Group::Stop() {
   }
   for (auto& [token, in] : in_core_) AnswerAll(in.request.get(), stopped);
   in_core_.clear();
+  for (auto& request : backlog_) AnswerAll(request.get(), stopped);
+  backlog_.clear();
   if (auto pending = batch_.Close()) AnswerAll(pending.get(), stopped);
   timers_->CancelAll();
 }
@@ -196,6 +198,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   if (!s.ok()) return s;
   waiter->ticket = waiter->notifier->Prepare();
   waiter->ctx = ctx;
+  waiter->enqueued = Clock::now();
 
   if (batch) {
     waiter->value.payload = value;  // packed with the others when the batch leaves
@@ -204,7 +207,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
     auto request = std::make_shared<ProposalRequest>();
     request->value = EncodeSingleValue(waiter->value.state_machine_id, value);
     request->waiters.push_back(waiter);
-    request->enqueued = Clock::now();
+    request->enqueued = waiter->enqueued;
     request->deadline = request->enqueued + std::chrono::milliseconds(o.propose_timeout_ms);
     Event event;
     event.kind = Event::Kind::kPropose;
@@ -236,15 +239,29 @@ void Group::Loop() {
   loop_thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
   std::deque<Event> events;
   paxos::Outputs step;
-  ExecuteRound();  // the outputs of core_->Start()
+  RunRounds();  // the outputs of core_->Start()
   while (queue_->TakeAll(&events, kMaxEventsPerRound)) {
     for (Event& event : events) {
       HandleEvent(&event, &step);
       Merge(&step);
     }
     events.clear();
-    ExecuteRound();
+    RunRounds();
   }
+}
+
+void Group::RunRounds() {
+  do {
+    ExecuteRound();
+    // Proposals that ended this round made room: start waiting ones.
+    DrainBacklog();
+  } while (!RoundEmpty());
+}
+
+bool Group::RoundEmpty() const {
+  const paxos::Outputs& r = round_;
+  return r.persist.empty() && r.messages.empty() && r.chosen.empty() && r.finished.empty() &&
+         r.timers.empty() && r.cancel_timers.empty() && r.errors.empty();
 }
 
 void Group::HandleEvent(Event* event, paxos::Outputs* step) {
@@ -266,24 +283,43 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
     case Event::Kind::kDeadline:
       HandleDeadline(event->token, step);
       break;
+    case Event::Kind::kBacklogCheck:
+      backlog_timer_ = 0;
+      DrainBacklog();  // merges into the round itself
+      break;
   }
 }
 
+bool Group::Expired(ProposalRequest* request, Clock::time_point now) {
+  if (now - request->enqueued > std::chrono::milliseconds(env_.options->max_queue_wait_ms)) {
+    AnswerAll(request, Status::Busy("proposal waited longer than max_queue_wait_ms for the group"));
+    return true;
+  }
+  if (now >= request->deadline) {
+    AnswerAll(request, Status::Timeout("proposal deadline passed before it started"));
+    return true;
+  }
+  return false;
+}
+
 void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step) {
-  const Options& o = *env_.options;
   if (!halted_.ok()) {
     AnswerAll(request.get(), halted_);
     return;
   }
+  if (Expired(request.get(), Clock::now())) return;
+  // At most max_inflight proposals are in the core; the others wait here, in
+  // arrival order, where their queue wait is measured.
+  if (!backlog_.empty() || in_core_.size() >= static_cast<size_t>(env_.options->max_inflight)) {
+    backlog_.push_back(request);
+    ArmBacklogTimer();
+    return;
+  }
+  StartInCore(request, step);
+}
+
+void Group::StartInCore(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step) {
   const auto now = Clock::now();
-  if (now - request->enqueued > std::chrono::milliseconds(o.max_queue_wait_ms)) {
-    AnswerAll(request.get(), Status::Busy("proposal waited longer than max_queue_wait_ms in the queue"));
-    return;
-  }
-  if (now >= request->deadline) {
-    AnswerAll(request.get(), Status::Timeout("proposal deadline passed before it started"));
-    return;
-  }
   const uint64_t token = next_token_++;
   Status s = core_->Propose(token, request->value, step);
   if (!s.ok()) {
@@ -297,6 +333,41 @@ void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos
   deadline.token = token;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(request->deadline - now);
   in.deadline_timer = timers_->Start(static_cast<uint64_t>(left.count()) + 1, std::move(deadline));
+}
+
+void Group::DrainBacklog() {
+  const auto now = Clock::now();
+  paxos::Outputs step;
+  while (!backlog_.empty()) {
+    std::shared_ptr<ProposalRequest> front = backlog_.front();
+    if (!halted_.ok()) {
+      AnswerAll(front.get(), halted_);
+    } else if (Expired(front.get(), now)) {
+      // answered
+    } else if (in_core_.size() < static_cast<size_t>(env_.options->max_inflight)) {
+      // Every core input clears its Outputs: merge each start's own.
+      StartInCore(front, &step);
+      Merge(&step);
+    } else {
+      break;
+    }
+    backlog_.pop_front();
+  }
+  ArmBacklogTimer();
+}
+
+void Group::ArmBacklogTimer() {
+  if (backlog_.empty() || backlog_timer_ != 0) return;
+  // The backlog is in arrival order, and every request has the same queue
+  // wait and timeout: the front one expires first.
+  const ProposalRequest& front = *backlog_.front();
+  const auto expiry = std::min(front.enqueued + std::chrono::milliseconds(env_.options->max_queue_wait_ms),
+                               front.deadline);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now());
+  Event check;
+  check.kind = Event::Kind::kBacklogCheck;
+  backlog_timer_ = timers_->Start(static_cast<uint64_t>(std::max<int64_t>(left.count(), 0)) + 1,
+                                  std::move(check));
 }
 
 void Group::HandleDeadline(uint64_t token, paxos::Outputs* step) {
@@ -469,6 +540,8 @@ void Group::Halt(const Status& why) {
     AnswerAll(in.request.get(), why);
   }
   in_core_.clear();
+  for (auto& request : backlog_) AnswerAll(request.get(), why);
+  backlog_.clear();
 }
 
 void Group::Answer(ProposalWaiter* waiter, const Status& status) {

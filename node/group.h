@@ -13,6 +13,7 @@
 #define CHORUS_NODE_GROUP_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -87,7 +88,17 @@ class Group {
   Status Replay();
   void Loop();
   void HandleEvent(Event* event, paxos::Outputs* step);
+  void RunRounds();
+  bool RoundEmpty() const;
   void HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
+  // Answers `request` with Busy (queue wait exceeded) or Timeout (deadline
+  // passed) and returns true, or returns false if it may still start.
+  bool Expired(ProposalRequest* request, std::chrono::steady_clock::time_point now);
+  void StartInCore(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
+  // Answers expired waiting requests and starts as many as fit in the core;
+  // merges the outputs into the current round.
+  void DrainBacklog();
+  void ArmBacklogTimer();
   void HandleDeadline(uint64_t token, paxos::Outputs* step);
   void Merge(paxos::Outputs* step);
   void ExecuteRound();
@@ -132,8 +143,12 @@ class Group {
     uint64_t deadline_timer = 0;
   };
   std::unordered_map<uint64_t, InCore> in_core_;  // by core token
-  // Requests not yet handed to the core (halted group) or waiting in it.
-  Status halted_;  // non-ok once the group stopped accepting work
+  // Requests waiting for room in the core (in_core_ holds max_inflight).
+  std::deque<std::shared_ptr<ProposalRequest>> backlog_;
+  uint64_t backlog_timer_ = 0;  // GroupTimers handle of the expiry check, 0: none
+  // Non-ok once the group halted (log write failed, checksum mismatch): it
+  // then answers every proposal with this and feeds nothing to the core.
+  Status halted_;
 };
 
 }  // namespace chorus

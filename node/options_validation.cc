@@ -42,7 +42,10 @@ Status ValidateOptions(const Options& o) {
   if (!(s = CheckPositive("batch_max_count", o.batch_max_count)).ok()) return s;
   if (!(s = CheckPositive("batch_max_bytes", static_cast<long long>(o.batch_max_bytes))).ok()) return s;
   if (!(s = CheckPositive("max_value_bytes", static_cast<long long>(o.max_value_bytes))).ok()) return s;
-  if (o.batch_delay_ms < 0) return Invalid("batch_delay_ms must be >= 0");
+  if (o.batch_delay_ms < 0 || o.batch_delay_ms >= o.propose_timeout_ms) {
+    return Invalid("batch_delay_ms must be >= 0 and below propose_timeout_ms, got " +
+                   std::to_string(o.batch_delay_ms));
+  }
   // A value travels in a frame with the message around it: leave headroom.
   if (o.max_value_bytes + 4096 > o.max_frame_bytes) {
     return Invalid("max_value_bytes (" + std::to_string(o.max_value_bytes) +

@@ -31,6 +31,9 @@ struct ProposalWaiter {
   // The state machine it is for; and for BatchPropose the value itself,
   // until its batch is packed.
   AppValue value;
+  // When Propose was called: a batch's queue wait and deadline count from
+  // its first waiter's.
+  std::chrono::steady_clock::time_point enqueued;
 
   // The proposer's context, used by Execute only while the proposer still
   // waits. If the proposer gives up on its own (the loop did not answer by

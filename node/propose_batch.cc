@@ -15,7 +15,7 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   values.reserve(request->waiters.size());
   for (const auto& w : request->waiters) values.push_back(&w->value);
   request->value = EncodeBatchValue(values);
-  request->enqueued = std::chrono::steady_clock::now();
+  request->enqueued = request->waiters.front()->enqueued;
   request->deadline = request->enqueued + std::chrono::milliseconds(options_->propose_timeout_ms);
   return request;
 }

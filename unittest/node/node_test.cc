@@ -719,3 +719,36 @@ TEST(NodeEdgeTest, ProposeFromExecuteIsRefusedNotDeadlocked) {
 
 }  // namespace
 }  // namespace chorus
+
+namespace chorus {
+namespace {
+
+TEST(NodeEdgeTest, ProposalsWaitingTooLongForTheGroupGetBusy) {
+  // Node 0 alone (no majority): one proposal fills the core (max_inflight 1),
+  // the next waits in the group's backlog and is refused with Busy once it
+  // waited max_queue_wait_ms, well before its own deadline.
+  Cluster c(3);
+  Options o = c.OptionsFor(0);
+  o.max_inflight = 1;
+  o.max_queue_wait_ms = 200;
+  o.propose_timeout_ms = 20000;
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  std::thread first([&] {
+    uint64_t instance = 0;
+    node->Propose(0, "occupies-the-core", &instance);
+  });
+  // The first proposal reaches the core before the second is handled: wait
+  // until the second one is refused (it may also be the first one's turn).
+  Status second;
+  EXPECT_TRUE(WaitUntil([&] {
+    uint64_t instance = 0;
+    second = node->Propose(0, "waits", &instance);
+    return second.IsBusy();
+  })) << second.ToString();
+  node->Stop();
+  first.join();
+}
+
+}  // namespace
+}  // namespace chorus
