@@ -724,30 +724,30 @@ namespace chorus {
 namespace {
 
 TEST(NodeEdgeTest, ProposalsWaitingTooLongForTheGroupGetBusy) {
-  // Node 0 alone (no majority): one proposal fills the core (max_inflight 1),
-  // the next waits in the group's backlog and is refused with Busy once it
-  // waited max_queue_wait_ms, well before its own deadline.
+  // Node 0 alone (no majority) and max_inflight 1: whichever of three
+  // concurrent proposals reaches the core first occupies it until its
+  // deadline (Timeout); the two others wait in the group's backlog and are
+  // refused with Busy once they waited max_queue_wait_ms.
   Cluster c(3);
   Options o = c.OptionsFor(0);
   o.max_inflight = 1;
   o.max_queue_wait_ms = 200;
-  o.propose_timeout_ms = 20000;
+  o.propose_timeout_ms = 3000;
   std::unique_ptr<Node> node;
   ASSERT_TRUE(Node::Open(o, &node).ok());
-  std::thread first([&] {
-    uint64_t instance = 0;
-    node->Propose(0, "occupies-the-core", &instance);
-  });
-  // The first proposal reaches the core before the second is handled: wait
-  // until the second one is refused (it may also be the first one's turn).
-  Status second;
-  EXPECT_TRUE(WaitUntil([&] {
-    uint64_t instance = 0;
-    second = node->Propose(0, "waits", &instance);
-    return second.IsBusy();
-  })) << second.ToString();
-  node->Stop();
-  first.join();
+  std::atomic<int> busy{0}, timeout{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      uint64_t instance = 0;
+      Status s = node->Propose(0, "p" + std::to_string(t), &instance);
+      (s.IsBusy() ? busy : s.IsTimeout() ? timeout : other)++;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(busy.load(), 2);
+  EXPECT_EQ(timeout.load(), 1);
+  EXPECT_EQ(other.load(), 0);
 }
 
 }  // namespace
