@@ -209,7 +209,8 @@ Status Core::Recover() {
                                 " does not parse");
     }
     const Ballot b = Ballot::FromPb(rec.accepted_ballot());
-    if (b.number > kMaxBallotNumber) {
+    if (!rec.chosen() && b.number > kMaxBallotNumber) {
+      // (A chosen record's ballot is history; an accepted one still votes.)
       return Status::Corruption("paxos log: record of instance " + std::to_string(i) +
                                 " holds ballot " + b.ToString() + " above the ceiling");
     }

@@ -389,6 +389,20 @@ TEST(BoundsTest, RecoveryRefusesFarRecordsWithoutScanning) {
   }
 }
 
+// The reviewer's hang: an ACCEPT at UINT64_MAX is malformed now, so it is
+// never persisted and the next Open is quick.
+TEST(BoundsTest, AcceptAtTheTopIdIsDroppedAndOpenStaysQuick) {
+  Harness h(3);
+  for (uint64_t i : {kU64Max, kMaxInstanceId}) {
+    PaxosMsg a = Accept(i, Ballot(1, 2), 2, EncodeValue(2, 1, "x"));
+    EXPECT_TRUE(h.Deliver(0, a.SerializeAsString()).IsCorruption());
+  }
+  uint64_t max = 0;
+  EXPECT_TRUE(h.node(0).log.GetMaxInstanceId(&max).IsNotFound());
+  std::unique_ptr<Core> again;
+  EXPECT_TRUE(Core::Open(h.Options(0), &h.node(0).log, &again).ok());
+}
+
 TEST(BoundsTest, RecoveryOfALoneRecordAtTheTopIdTerminates) {
   Harness h(1);
   InstanceRecord rec;
