@@ -48,19 +48,37 @@ void Acceptor::OnPrepare(const PaxosMsg& msg) {
   reply.set_type(PROMISE);
   reply.set_instance(from_instance);
   *reply.mutable_ballot() = msg.ballot();
-  for (auto it = accepted_.lower_bound(from_instance); it != accepted_.end(); ++it) {
-    if (learner_->IsChosen(it->first)) continue;  // reported below as chosen
+  // Accepted values and chosen-but-unapplied ones, merged in instance order
+  // (a pending chosen value supersedes this acceptor's vote there).
+  const size_t budget = ctx_->options().promise_budget_bytes;
+  const auto& pending = learner_->pending();
+  auto a = accepted_.lower_bound(from_instance);
+  auto p = pending.lower_bound(from_instance);
+  size_t bytes = 0;
+  while (a != accepted_.end() || p != pending.end()) {
+    const bool chosen = a == accepted_.end() || (p != pending.end() && p->first <= a->first);
+    if (!chosen && learner_->IsChosen(a->first)) {
+      ++a;  // reported as chosen
+      continue;
+    }
+    const uint64_t instance = chosen ? p->first : a->first;
+    const std::string& value = chosen ? p->second : a->second.value;
+    if (reply.accepted_size() > 0 && bytes + value.size() > budget) {
+      reply.set_reported_end(instance);  // the rest does not fit
+      ctx_->stats()->truncated_promises++;
+      break;
+    }
+    bytes += value.size();
     AcceptedEntry* e = reply.add_accepted();
-    e->set_instance(it->first);
-    it->second.ballot.ToPb(e->mutable_ballot());
-    e->set_value(it->second.value);
-  }
-  for (const auto& kv : learner_->pending()) {
-    if (kv.first < from_instance) continue;
-    AcceptedEntry* e = reply.add_accepted();
-    e->set_instance(kv.first);
-    e->set_value(kv.second);
-    e->set_chosen(true);
+    e->set_instance(instance);
+    e->set_value(value);
+    if (chosen) {
+      e->set_chosen(true);
+      ++p;
+    } else {
+      a->second.ballot.ToPb(e->mutable_ballot());
+      ++a;
+    }
   }
   ctx_->Send(msg.from(), &reply);
 }
@@ -84,6 +102,13 @@ void Acceptor::OnAccept(const PaxosMsg& msg) {
   const bool lower_ok = ctx_->options().test_mutation == TestMutation::kAcceptLowerBallot;
   if (b < promised_ && !lower_ok) {
     Reject(msg, ACCEPT_REJECT);
+    return;
+  }
+  if (instance >= learner_->chosen_end() + ctx_->options().window) {
+    // Behind, not outbid: vote nothing, promise nothing; catch up now.
+    ctx_->stats()->accepts_behind++;
+    Reject(msg, ACCEPT_BEHIND);
+    learner_->NotePeer(msg.from(), msg.chosen_end(), /*urgent=*/true);
     return;
   }
   if (b > promised_) Promise(b);

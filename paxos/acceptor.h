@@ -6,14 +6,22 @@
 // is what lets a proposer skip phase 1 for later instances while b stands.
 // Accepted (ballot, value) is per instance.
 //
+// The acceptance window: an ACCEPT at or beyond chosen_end + window is
+// refused with ACCEPT_BEHIND and changes nothing (this node catches up first),
+// so accepted-but-unapplied values exist only in [chosen_end, chosen_end +
+// window) and a PROMISE reports at most `window` entries. The PROMISE also
+// stops at promise_budget_bytes of values (always reporting at least one),
+// and then names the first instance it left out (reported_end).
+//
 //   PREPARE(b, i):  i < chosen_end         -> PREPARE_REJECT (the proposer is
 //                                             behind and must catch up first)
 //                   b >= promised          -> promised = b (persisted), PROMISE
 //                   otherwise              -> PREPARE_REJECT(promised)
 //   ACCEPT(b, i, v): i known chosen        -> CHOSEN(i, chosen value)
-//                   b >= promised          -> promised = b, accepted[i] = (b, v)
+//                   b < promised           -> ACCEPT_REJECT(promised)
+//                   i >= chosen_end+window -> ACCEPT_BEHIND (nothing changes)
+//                   otherwise              -> promised = b, accepted[i] = (b, v)
 //                                             (persisted), ACCEPTED
-//                   otherwise              -> ACCEPT_REJECT(promised)
 //
 // Every state change is handed to CoreContext for persistence in the same
 // step as the reply, so the reply leaves only after it is durable.

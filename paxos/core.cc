@@ -1,5 +1,7 @@
 #include "paxos/core.h"
 
+#include <algorithm>
+
 #include "paxos/acceptor.h"
 #include "utils/check.h"
 #include "paxos/learner.h"
@@ -79,6 +81,52 @@ void CoreContext::EndStep() {
 
 // ---- Core ----
 
+namespace {
+
+bool ValidBallot(const BallotPb& b) { return b.number() <= kMaxBallotNumber; }
+
+// An envelope this core could have proposed: the header plus at most
+// max_value_bytes of data (`check_size`: the size limit applies too).
+bool ValidEnvelope(const std::string& v, const CoreOptions& o, bool check_size) {
+  return v.size() >= kEnvelopeOverhead && (!check_size || v.size() <= o.MaxEnvelopeBytes());
+}
+
+// Checks what parsing cannot: ids and ballots in range, replicated values
+// that are envelopes. Returns false (and why) for a malformed message.
+bool WellFormed(const PaxosMsg& m, const CoreOptions& o, std::string* why) {
+  if (m.instance() >= kMaxInstanceId || m.chosen_end() > kMaxInstanceId ||
+      m.reported_end() > kMaxInstanceId) {
+    *why = "an instance id at or above the ceiling";
+    return false;
+  }
+  if (!ValidBallot(m.ballot()) || !ValidBallot(m.promised())) {
+    *why = "a ballot number above the ceiling";
+    return false;
+  }
+  if ((m.type() == ACCEPT || m.type() == CHOSEN) && !ValidEnvelope(m.value(), o, true)) {
+    *why = "a value that is not an envelope of at most max_value_bytes";
+    return false;
+  }
+  for (const AcceptedEntry& e : m.accepted()) {
+    if (e.instance() >= kMaxInstanceId || !ValidBallot(e.ballot()) ||
+        !ValidEnvelope(e.value(), o, true)) {
+      *why = "a reported value with a bad instance, ballot or envelope";
+      return false;
+    }
+  }
+  for (const LearnedEntry& e : m.learned()) {
+    // No size limit here: a value chosen under a larger max_value_bytes
+    // must still be learnable (the chained checksum vouches for it).
+    if (e.instance() >= kMaxInstanceId || !ValidEnvelope(e.value(), o, false)) {
+      *why = "a learned value with a bad instance or envelope";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Core::Core(const CoreOptions& options, LogStorage* log)
     : ctx_(options, log),
       learner_(new Learner(&ctx_)),
@@ -110,6 +158,10 @@ Status Core::Recover() {
     if (!pb.ParseFromString(bytes)) {
       return Status::Corruption("paxos log: the promise variable does not parse");
     }
+    if (pb.number() > kMaxBallotNumber) {
+      return Status::Corruption("paxos log: the promise " + Ballot::FromPb(pb).ToString() +
+                                " is above the ballot ceiling");
+    }
     acceptor_->RestorePromise(Ballot::FromPb(pb));
   } else if (!s.IsNotFound()) {
     return Status::Corruption("paxos log: reading the promise: " + s.ToString());
@@ -123,9 +175,30 @@ Status Core::Recover() {
   if (!s.ok()) return s;
   s = log->GetMaxInstanceId(&max);
   if (!s.ok()) return s;
-  for (uint64_t i = min; i <= max; ++i) {
+  if (min > max || min >= kMaxInstanceId) {
+    return Status::Corruption("paxos log: a record at instance " + std::to_string(min) +
+                              ", an id this core never uses");
+  }
+  // Records exist only below chosen_end + window: the acceptor never accepts
+  // and the learner never learns beyond it, and the chosen prefix is durable
+  // no later than any record above it. So the scan ends there (never at
+  // max, which a hostile or broken log may put at 2^64 - 1), and a record
+  // beyond it is Corruption rather than hours of probing empty ids.
+  const uint64_t window = ctx_.options().window;
+  for (uint64_t i = min;; ++i) {
+    const uint64_t limit = std::max(learner_->chosen_end(), min) + window;
+    if (i >= limit) {
+      return Status::Corruption(
+          "paxos log: a record at instance " + std::to_string(max) +
+          " lies at or beyond chosen_end " + std::to_string(learner_->chosen_end()) +
+          " + window " + std::to_string(window) +
+          ", where this core never writes (was CoreOptions.window lowered?)");
+    }
     s = log->Get(i, &bytes);
-    if (s.IsNotFound()) continue;
+    if (s.IsNotFound()) {
+      if (i == max) break;
+      continue;
+    }
     if (!s.ok()) {
       return Status::Corruption("paxos log: record of instance " + std::to_string(i) + ": " +
                                 s.ToString());
@@ -136,6 +209,11 @@ Status Core::Recover() {
                                 " does not parse");
     }
     const Ballot b = Ballot::FromPb(rec.accepted_ballot());
+    if (!rec.chosen() && b.number > kMaxBallotNumber) {
+      // (A chosen record's ballot is history; an accepted one still votes.)
+      return Status::Corruption("paxos log: record of instance " + std::to_string(i) +
+                                " holds ballot " + b.ToString() + " above the ceiling");
+    }
     proposer_->NoteBallot(b);
     if (rec.chosen()) {
       s = learner_->RestoreChosen(i, rec.value(), rec.checksum());
@@ -147,6 +225,7 @@ Status Core::Recover() {
       }
       acceptor_->RestoreAccepted(i, b, rec.value());
     }
+    if (i == max) break;
   }
   proposer_->NoteBallot(acceptor_->promised());
   return Status::OK();
@@ -196,11 +275,17 @@ Status Core::OnMessage(const std::string& bytes, Outputs* out) {
   Status s;
   PaxosMsg msg;
   const CoreOptions& o = ctx_.options();
+  std::string why;
   if (learner_->halted()) {
     s = Status::Stopped("paxos group halted");
-  } else if (!msg.ParseFromString(bytes) || msg.type() == MSG_UNKNOWN) {
+  } else if (!msg.ParseFromString(bytes) || msg.type() == MSG_UNKNOWN ||
+             !MsgType_IsValid(msg.type())) {
     ctx_.stats()->garbage_messages++;
     s = Status::Corruption("paxos: a message that does not parse");
+  } else if (!WellFormed(msg, o, &why)) {
+    ctx_.stats()->garbage_messages++;
+    s = Status::Corruption("paxos: a malformed " + MsgType_Name(msg.type()) + " from node " +
+                           std::to_string(msg.from()) + " dropped: " + why);
   } else if (msg.cluster_id() != o.cluster_id || msg.group() != o.group ||
              msg.from() == o.self || !o.IsMember(msg.from())) {
     ctx_.stats()->foreign_messages++;
@@ -250,6 +335,9 @@ void Core::Dispatch(const PaxosMsg& msg) {
       break;
     case ACCEPTED:
       proposer_->OnAccepted(msg);
+      break;
+    case ACCEPT_BEHIND:
+      proposer_->OnBehind(msg);
       break;
     case CHOSEN:
       learner_->OnChosen(msg);

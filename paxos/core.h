@@ -71,11 +71,15 @@ class Proposer;
 
 // Counters, for tests and metrics.
 struct CoreStats {
-  uint64_t garbage_messages = 0;  // failed to parse (dropped)
+  uint64_t garbage_messages = 0;  // failed to parse, or malformed (dropped)
   uint64_t foreign_messages = 0;  // other cluster/group or non-member (dropped)
   uint64_t prepares_started = 0;  // phase 1 rounds this proposer began
   uint64_t fast_accepts = 0;      // proposals sent straight to phase 2
   uint64_t catchup_requests = 0;  // ASK_LEARN / CONFIRM_LEARN sent
+  uint64_t accepts_behind = 0;    // ACCEPTs this acceptor refused: beyond its window
+  uint64_t behind_replies = 0;    // ACCEPT_BEHIND this proposer received
+  uint64_t beyond_window = 0;     // chosen values the learner ignored: beyond its window
+  uint64_t truncated_promises = 0;  // PROMISEs sent that hit promise_budget_bytes
 };
 
 // State shared by the roles of one core during one step. Internal.
@@ -130,8 +134,11 @@ class Core {
   // Validates `options` (InvalidArgument on a bad one), then recovers the
   // acceptor's promise, every accepted value and the chosen prefix from `log`
   // (which must outlive the Core). A record or variable that fails its storage
-  // checksum or does not parse, or a broken checksum chain, returns
-  // Corruption naming the instance: the group must not start.
+  // checksum or does not parse, a broken checksum chain, a ballot above
+  // kMaxBallotNumber, or a record at or beyond chosen_end + window (where the
+  // core never writes; the scan stops there, so Open costs O(records +
+  // window) whatever ids the log holds) returns Corruption naming the
+  // instance: the group must not start.
   static Status Open(const CoreOptions& options, LogStorage* log,
                      std::unique_ptr<Core>* core);
   ~Core();
@@ -157,7 +164,10 @@ class Core {
   // it was chosen there after all, Stopped otherwise. Unknown tokens: no-op.
   void Cancel(uint64_t token, Outputs* out);
 
-  // A message from a peer. Returns Corruption for bytes that do not parse,
+  // A message from a peer. Returns Corruption for bytes that do not parse or
+  // a malformed message (an instance id >= kMaxInstanceId, a ballot number
+  // > kMaxBallotNumber, a replicated value that is not an envelope of at most
+  // max_value_bytes: options.h),
   // InvalidArgument for a message of another cluster/group or from a
   // non-member; both are dropped and counted in stats(). Stopped when halted.
   Status OnMessage(const std::string& bytes, Outputs* out);

@@ -47,6 +47,12 @@ void Learner::Learn(uint64_t instance, const std::string& value) {
     }
     return;
   }
+  if (instance >= chosen_end_ + ctx_->options().window) {
+    // Beyond the window: not kept (catch-up brings it once we are closer).
+    // This bounds pending_, hence a PROMISE and the gap phase 1 fills.
+    ctx_->stats()->beyond_window++;
+    return;
+  }
   auto it = pending_.find(instance);
   if (it != pending_.end()) {
     if (it->second != value) {

@@ -39,7 +39,9 @@ class Learner {
 
   // `value` is chosen at `instance` (from any source). Applies every value
   // that is now contiguous. A different value for an instance already known
-  // chosen halts the learner (a safety violation).
+  // chosen halts the learner (a safety violation). An instance at or beyond
+  // chosen_end + window is ignored (counted in beyond_window): pending()
+  // never holds more than `window` values.
   void Learn(uint64_t instance, const std::string& value);
 
   void OnChosen(const PaxosMsg& msg) { Learn(msg.instance(), msg.value()); }

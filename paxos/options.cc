@@ -36,11 +36,32 @@ Status CoreOptions::Validate() const {
   if (learn_interval_ms < 1) {
     return Status::InvalidArgument("CoreOptions.learn_interval_ms must be >= 1");
   }
-  if (max_value_bytes < 1) return Status::InvalidArgument("CoreOptions.max_value_bytes must be >= 1");
-  if (catchup_batch_count < 1) {
-    return Status::InvalidArgument("CoreOptions.catchup_batch_count must be >= 1");
+  if (window < max_inflight || window > (size_t{1} << 20)) {
+    return Status::InvalidArgument("CoreOptions.window must be in [max_inflight, 2^20]");
+  }
+  if (max_value_bytes < 1 || max_value_bytes > (size_t{1} << 31)) {
+    return Status::InvalidArgument("CoreOptions.max_value_bytes must be in [1, 2^31]");
+  }
+  if (promise_budget_bytes < MaxEnvelopeBytes()) {
+    return Status::InvalidArgument(
+        "CoreOptions.promise_budget_bytes must be >= max_value_bytes + 16");
+  }
+  if (catchup_batch_count < 1 || catchup_batch_count > (size_t{1} << 20)) {
+    return Status::InvalidArgument("CoreOptions.catchup_batch_count must be in [1, 2^20]");
+  }
+  if (catchup_batch_bytes > (size_t{1} << 31)) {
+    return Status::InvalidArgument("CoreOptions.catchup_batch_bytes must be <= 2^31");
   }
   return Status::OK();
+}
+
+size_t CoreOptions::MaxMessageBytes() const {
+  const size_t one = MaxEnvelopeBytes() + kMessageHeaderBytes;
+  const size_t promise =
+      promise_budget_bytes + window * kEntryOverheadBytes + kMessageHeaderBytes;
+  const size_t learn = catchup_batch_bytes + MaxEnvelopeBytes() +
+                       catchup_batch_count * kEntryOverheadBytes + kMessageHeaderBytes;
+  return std::max(one, std::max(promise, learn));
 }
 
 }  // namespace paxos

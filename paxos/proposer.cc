@@ -48,6 +48,10 @@ void Proposer::ArmAcceptTimer() {
   }
 }
 
+uint64_t Proposer::Bound() const {
+  return std::min(limit_, learner_->chosen_end() + ctx_->options().window);
+}
+
 void Proposer::Drive() {
   if (learner_->halted()) return;
   next_instance_ = std::max(next_instance_, learner_->chosen_end());
@@ -56,9 +60,16 @@ void Proposer::Drive() {
     return;
   }
   if (phase_ != Phase::kPrepared) return;
+  if (learner_->chosen_end() >= limit_) {
+    // Everything this ballot may touch is decided; its promises say nothing
+    // about what lies beyond. Phase 1 again to go on.
+    if (HasWork()) StartPrepare();
+    return;
+  }
   const bool was_armed = accept_timer_armed_ && HasUnchosenSlot();
   bool sent = false;
-  while (!queue_.empty() && slots_.size() < ctx_->options().max_inflight) {
+  while (!queue_.empty() && slots_.size() < ctx_->options().max_inflight &&
+         next_instance_ < Bound()) {
     const uint64_t instance = next_instance_++;
     if (learner_->IsChosen(instance) || slots_.count(instance) != 0) continue;
     Slot& slot = slots_[instance];
@@ -75,9 +86,12 @@ void Proposer::Drive() {
 
 void Proposer::StartPrepare() {
   phase_ = Phase::kPreparing;
-  max_number_ = std::max(max_number_, acceptor_->promised().number);
-  ballot_ = Ballot(++max_number_, ctx_->options().self);
+  NoteBallot(acceptor_->promised());
+  if (max_number_ < kMaxBallotNumber) ++max_number_;  // saturates, never wraps
+  ballot_ = Ballot(max_number_, ctx_->options().self);
   prepare_from_ = learner_->chosen_end();
+  promise_limit_ = UINT64_MAX;
+  limit_ = UINT64_MAX;
   promised_by_.clear();
   adopted_.clear();
   chosen_reported_.clear();
@@ -100,6 +114,7 @@ void Proposer::OnPromise(const PaxosMsg& msg) {
     return;  // a stale reply
   }
   if (!promised_by_.insert(msg.from()).second) return;  // duplicate
+  if (msg.reported_end() != 0) promise_limit_ = std::min(promise_limit_, msg.reported_end());
   for (const AcceptedEntry& e : msg.accepted()) {
     if (e.chosen()) {
       chosen_reported_[e.instance()] = e.value();
@@ -126,10 +141,22 @@ void Proposer::OnPrepared() {
   phase_ = Phase::kPrepared;
   unstick_ = false;
 
+  // The ballot is usable below the lowest reported_end only, and (should a
+  // peer with a larger window have reported a value beyond ours) below our
+  // window's end: this ballot never proposes where its promises may hide a
+  // value it did not see.
+  limit_ = promise_limit_;
+  const uint64_t window_end = learner_->chosen_end() + ctx_->options().window;
+  if (!adopted_.empty() && adopted_.rbegin()->first >= window_end) {
+    limit_ = std::min(limit_, window_end);
+  }
+  // Every id below is < kMaxInstanceId (malformed messages are dropped), so
+  // the + 1s cannot wrap.
   uint64_t end = std::max(next_instance_, prepare_from_);
   if (!adopted_.empty()) end = std::max(end, adopted_.rbegin()->first + 1);
   if (!slots_.empty()) end = std::max(end, slots_.rbegin()->first + 1);
   if (!learner_->pending().empty()) end = std::max(end, learner_->pending().rbegin()->first + 1);
+  end = std::min(end, Bound());  // at most `window` ACCEPTs (noops included)
   const uint64_t begin = std::max(prepare_from_, learner_->chosen_end());
   for (uint64_t i = begin; i < end; ++i) {
     if (learner_->IsChosen(i)) continue;
@@ -183,6 +210,11 @@ void Proposer::OnAccepted(const PaxosMsg& msg) {
   notice.set_value(slot.value);
   ctx_->Send(kBroadcast, &notice);  // reaches our own learner this step too
   ArmAcceptTimer();                 // progress: restart (or stop) the clock
+}
+
+void Proposer::OnBehind(const PaxosMsg& msg) {
+  (void)msg;
+  ctx_->stats()->behind_replies++;
 }
 
 void Proposer::OnReject(const PaxosMsg& msg) {

@@ -13,12 +13,23 @@
 // [1, prepare_timeout_ms], then phase 1 again with a higher ballot, so
 // duelling proposers drift apart and one wins.
 //
+// Bounds: the proposer never proposes (a value or a noop filler) at or beyond
+// its learner's chosen_end + window, nor at or beyond the ballot's limit: the
+// lowest reported_end of the PROMISEs it counted (a truncated PROMISE says
+// nothing about higher instances), lowered to the window's end when a PROMISE
+// reported an accepted value beyond it. Once chosen_end reaches the limit
+// with work left it runs phase 1 again (higher ballot) from there. An
+// ACCEPT_BEHIND reply is not a rejection: the ballot stands.
+//
+// Ballot numbers never wrap: the next one saturates at kMaxBallotNumber.
+//
 // Exactly once: a proposal sits at one instance until that instance is
 // learned. If its value was chosen there, it is done; if another value was,
 // it moves to a later instance. It is never voted on at two instances.
 #ifndef CHORUS_PAXOS_PROPOSER_H_
 #define CHORUS_PAXOS_PROPOSER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -37,7 +48,9 @@ class Proposer {
       : ctx_(ctx), learner_(learner), acceptor_(acceptor) {}
 
   // Recovery: the highest ballot number this node has seen.
-  void NoteBallot(const Ballot& b) { max_number_ = std::max(max_number_, b.number); }
+  void NoteBallot(const Ballot& b) {
+    max_number_ = std::max(max_number_, std::min(b.number, kMaxBallotNumber));
+  }
 
   void Propose(uint64_t token, const std::string& data);
   void Cancel(uint64_t token);
@@ -45,6 +58,8 @@ class Proposer {
   void OnPromise(const PaxosMsg& msg);
   void OnReject(const PaxosMsg& msg);
   void OnAccepted(const PaxosMsg& msg);
+  // ACCEPT_BEHIND: the acceptor is behind; nothing to do (it catches up).
+  void OnBehind(const PaxosMsg& msg);
   void OnTimeout(TimerKind kind);
 
   // Called by the learner when `instance` is applied with envelope `value`.
@@ -57,6 +72,8 @@ class Proposer {
   enum class Phase { kIdle, kPreparing, kPrepared, kBackoff };
   Phase phase() const { return phase_; }
   const Ballot& ballot() const { return ballot_; }
+  // Instances this proposer may propose at now: below this.
+  uint64_t Bound() const;
 
  private:
   struct Proposal {
@@ -89,6 +106,8 @@ class Proposer {
   Ballot ballot_;
   uint64_t max_number_ = 0;
   uint64_t prepare_from_ = 0;
+  uint64_t promise_limit_ = UINT64_MAX;  // kPreparing: min reported_end so far
+  uint64_t limit_ = UINT64_MAX;          // kPrepared: the ballot is usable below
   std::set<uint64_t> promised_by_;
   struct Adopted {
     Ballot ballot;

@@ -16,6 +16,8 @@ DEFINE_int32(nodes, 3, "cluster size");
 DEFINE_string(mutation, "none", "none | forget_promise | accept_lower_ballot");
 DEFINE_bool(verbose, false, "print every event");
 DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
+DEFINE_uint64(window, 0, "acceptance window (>= max_inflight); 0: drawn per seed");
+DEFINE_uint64(promise_budget_bytes, 0, "PROMISE value-byte budget (>= 80); 0: drawn per seed");
 
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -36,8 +38,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.max_inflight = FLAGS_max_inflight;
+  if (FLAGS_window != 0 && FLAGS_window < FLAGS_max_inflight) {
+    std::fprintf(stderr, "--window must be 0 or >= --max_inflight\n");
+    return 2;
+  }
+  o.window = FLAGS_window;
+  o.promise_budget_bytes = FLAGS_promise_budget_bytes;
   unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
-                     crashes = 0;
+                     crashes = 0, behind = 0, truncated = 0;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
     o.seed = seed;
     chorus::sim::SimResult r = chorus::sim::RunSim(o);
@@ -47,18 +55,25 @@ int main(int argc, char** argv) {
     proposals += r.proposals;
     ok += r.proposals_ok;
     crashes += r.crashes;
+    behind += r.behind;
+    truncated += r.truncated;
     if (r.violation) {
       violations++;
       std::printf("seed %llu FAILED: %s\n  replay: paxos_sim --first_seed=%llu --seeds=1 "
-                  "--steps=%llu --nodes=%d --max_inflight=%llu --mutation=%s --verbose\n",
+                  "--steps=%llu --nodes=%d --max_inflight=%llu --window=%llu "
+                  "--promise_budget_bytes=%llu --mutation=%s --verbose\n",
                   static_cast<unsigned long long>(seed), r.what.c_str(),
                   static_cast<unsigned long long>(seed),
                   static_cast<unsigned long long>(FLAGS_steps), FLAGS_nodes,
-                  static_cast<unsigned long long>(FLAGS_max_inflight), FLAGS_mutation.c_str());
+                  static_cast<unsigned long long>(FLAGS_max_inflight),
+                  static_cast<unsigned long long>(FLAGS_window),
+                  static_cast<unsigned long long>(FLAGS_promise_budget_bytes),
+                  FLAGS_mutation.c_str());
     }
   }
-  std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu\n", chosen, proposals,
-              ok, crashes);
+  std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu accepts_behind=%llu "
+              "truncated_promises=%llu\n",
+              chosen, proposals, ok, crashes, behind, truncated);
   std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
               static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);
   return violations > 0 ? 1 : 0;

@@ -52,10 +52,14 @@ constexpr uint64_t kDupPpm = 30000;        // 3% duplicated
 constexpr uint64_t kLongDelayPpm = 50000;  // 5% delayed long (reordering)
 constexpr uint64_t kChaosTickMs = 10;
 constexpr uint64_t kProposePpm = 700000;   // per chaos tick
+constexpr uint64_t kBurstPpm = 20000;      // per chaos tick: many proposals at once
 constexpr uint64_t kCrashPpm = 25000;      // per chaos tick
 constexpr uint64_t kPartitionPpm = 10000;  // per chaos tick
 constexpr uint64_t kQuietLimitMs = 120000; // liveness bound after faults stop
-constexpr size_t kMaxPendingPerNode = 6;
+// Unfinished proposals per node: 2 * max_inflight, so the pipeline can fill
+// (and queue) whatever its depth.
+constexpr size_t kPendingPerInflight = 2;
+constexpr size_t kValueBytes = 64;  // CoreOptions::max_value_bytes here
 // A crash point: right after a node promised, crash it
 // with this probability (and restart it quickly). Promises are the state whose
 // loss breaks Paxos; crashing exactly there is what exposes a node that does
@@ -115,6 +119,18 @@ class Sim {
       nodes_.back()->id = 1000 + 7 * static_cast<uint64_t>(i);
       members_.push_back(nodes_.back()->id);
     }
+    window_ = o.window != 0 ? o.window
+                            : (rng_.OneIn(500000) ? o.max_inflight : 4 * o.max_inflight);
+    const size_t min_budget = kValueBytes + paxos::kEnvelopeOverhead;
+    if (o.promise_budget_bytes != 0) {
+      budget_ = o.promise_budget_bytes;
+    } else {
+      switch (rng_.Uniform(3)) {
+        case 0: budget_ = min_budget; break;
+        case 1: budget_ = min_budget + rng_.Uniform(400); break;
+        default: budget_ = CoreOptions().promise_budget_bytes; break;
+      }
+    }
   }
 
   SimResult Run() {
@@ -138,6 +154,7 @@ class Sim {
       Step();
     }
     r_.chosen = global_.size();
+    for (const auto& n : nodes_) Tally(*n);
     return r_;
   }
 
@@ -185,6 +202,9 @@ class Sim {
     c.self = nodes_[i]->id;
     c.members = members_;
     c.max_inflight = o_.max_inflight;
+    c.window = window_;
+    c.max_value_bytes = kValueBytes;
+    c.promise_budget_bytes = budget_;
     c.prepare_timeout_ms = 100;
     c.accept_timeout_ms = 100;
     c.learn_interval_ms = 200;
@@ -235,8 +255,15 @@ class Sim {
     Execute(i, &out);
   }
 
+  void Tally(const Node& n) {
+    if (!n.core) return;
+    r_.behind += n.core->stats().accepts_behind;
+    r_.truncated += n.core->stats().truncated_promises;
+  }
+
   void Crash(int i) {
     Node& n = *nodes_[i];
+    Tally(n);
     n.core.reset();
     n.log.Crash();
     for (uint64_t t : n.pending) proposals_[t].abandoned = true;
@@ -362,28 +389,34 @@ class Sim {
     }
   }
 
+  void ProposeAt(int i) {
+    Node& n = *nodes_[i];
+    if (!n.core || n.pending.size() >= kPendingPerInflight * o_.max_inflight) return;
+    const uint64_t token = next_token_++;
+    Proposal p;
+    p.node = i;
+    p.incarnation = n.incarnation;
+    p.data = "s" + std::to_string(o_.seed) + "v" + std::to_string(token);
+    by_data_[p.data] = token;
+    proposals_[token] = p;
+    n.pending.insert(token);
+    r_.proposals++;
+    Log("propose " + p.data + " at node " + std::to_string(n.id));
+    Outputs out;
+    Status s = n.core->Propose(token, p.data, &out);
+    if (!s.ok()) Violation("Propose failed: " + s.ToString());
+    Execute(i, &out);
+  }
+
   void Chaos() {
     Push(Event{now_ + kChaosTickMs, 0, EventType::kChaos, 0, 0, {}, {}});
     if (quiet_) return;
-    if (rng_.OneIn(kProposePpm)) {
-      int i = static_cast<int>(rng_.Uniform(o_.nodes));
-      Node& n = *nodes_[i];
-      if (n.core && n.pending.size() < kMaxPendingPerNode) {
-        const uint64_t token = next_token_++;
-        Proposal p;
-        p.node = i;
-        p.incarnation = n.incarnation;
-        p.data = "s" + std::to_string(o_.seed) + "v" + std::to_string(token);
-        by_data_[p.data] = token;
-        proposals_[token] = p;
-        n.pending.insert(token);
-        r_.proposals++;
-        Log("propose " + p.data + " at node " + std::to_string(n.id));
-        Outputs out;
-        Status s = n.core->Propose(token, p.data, &out);
-        if (!s.ok()) Violation("Propose failed: " + s.ToString());
-        Execute(i, &out);
-      }
+    if (rng_.OneIn(kProposePpm)) ProposeAt(static_cast<int>(rng_.Uniform(o_.nodes)));
+    if (rng_.OneIn(kBurstPpm)) {
+      // A burst fills one node's pipeline (and its queue) at once.
+      const int i = static_cast<int>(rng_.Uniform(o_.nodes));
+      const uint64_t k = 1 + rng_.Uniform(kPendingPerInflight * o_.max_inflight);
+      for (uint64_t j = 0; j < k && !r_.violation; ++j) ProposeAt(i);
     }
     if (rng_.OneIn(kCrashPpm)) {
       int i = static_cast<int>(rng_.Uniform(o_.nodes));
@@ -463,6 +496,8 @@ class Sim {
 
   const SimOptions o_;
   Rng rng_;
+  size_t window_ = 0;
+  size_t budget_ = 0;
   SimResult r_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<uint64_t> members_;

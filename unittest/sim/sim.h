@@ -34,6 +34,13 @@ struct SimOptions {
   paxos::TestMutation mutation = paxos::TestMutation::kNone;
   // CoreOptions::max_inflight of every node (pipelining depth).
   size_t max_inflight = 4;
+  // CoreOptions::window of every node. 0: drawn per seed, max_inflight (the
+  // smallest allowed: the "behind" path runs often) or 4 * max_inflight.
+  size_t window = 0;
+  // CoreOptions::promise_budget_bytes of every node (values are small:
+  // max_value_bytes is 64 here). 0: drawn per seed, from the smallest allowed
+  // (80: PROMISEs truncate all the time) to a few hundred, or unlimited.
+  size_t promise_budget_bytes = 0;
   bool verbose = false;  // print every event to stdout
 };
 
@@ -47,6 +54,8 @@ struct SimResult {
   bool violation = false;
   std::string what;           // the first violation, when violation
   uint64_t hash = 0;          // hash of the whole event log
+  uint64_t behind = 0;        // ACCEPTs refused as behind (all incarnations)
+  uint64_t truncated = 0;     // PROMISEs truncated by the byte budget
 };
 
 SimResult RunSim(const SimOptions& options);
