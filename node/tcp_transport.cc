@@ -601,8 +601,9 @@ class TcpTransportImpl : public TcpTransport {
         return;
       }
       if (incoming_.size() >= max_incoming_) {
-        close(fd);
+        // Counted before the close, which the client can see at once.
         rejected_over_limit_.fetch_add(1, std::memory_order_relaxed);
+        close(fd);
         continue;
       }
       // Best effort: a socket without keepalive still works.
@@ -617,8 +618,8 @@ class TcpTransportImpl : public TcpTransport {
         registered = Register(fd, EPOLLIN | EPOLLRDHUP, Tag(Kind::kIncoming, id), EPOLL_CTL_ADD);
       }
       if (!registered) {
-        close(fd);
         closed_epoll_error_.fetch_add(1, std::memory_order_relaxed);
+        close(fd);
         continue;
       }
       incoming_[id] = std::make_unique<Incoming>(fd, options_.max_frame_bytes, header_check_);

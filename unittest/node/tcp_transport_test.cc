@@ -516,7 +516,7 @@ TEST_F(TcpTransportTest, IncomingConnectionsAreCapped) {
   int extra = RawConnect(1);
   EXPECT_TRUE(ClosedByPeer(extra));
   close(extra);
-  EXPECT_EQ(1u, b->stats().connections_rejected_over_limit);
+  EXPECT_TRUE(WaitUntil([&] { return b->stats().connections_rejected_over_limit == 1; }));
   // Once one closes, a new connection gets its place (the close may be seen
   // after the next accept: retry until one is served).
   close(raw[0]);
@@ -550,7 +550,7 @@ TEST_F(TcpTransportTest, FailedEpollRegistrationClosesOnlyThatConnection) {
   int raw = RawConnect(1);
   EXPECT_TRUE(ClosedByPeer(raw));
   close(raw);
-  EXPECT_EQ(1u, b->stats().connections_closed_epoll_error);
+  EXPECT_TRUE(WaitUntil([&] { return b->stats().connections_closed_epoll_error == 1; }));
   // The node lives on: old and new connections work.
   ExpectLinkWorks(a.get(), &inbox_b, 1, "after");
   raw = RawConnect(1);
@@ -560,10 +560,11 @@ TEST_F(TcpTransportTest, FailedEpollRegistrationClosesOnlyThatConnection) {
   tcp_transport_testing::FailIncomingEpollAdds(0);
 }
 
-// Lowers RLIMIT_NOFILE so that no descriptor is free, and restores it.
+// Lowers RLIMIT_NOFILE so that no descriptor is free (filling the holes
+// below it with dups of `any_fd`), and restores it.
 class NoFreeFds {
  public:
-  NoFreeFds() {
+  explicit NoFreeFds(int any_fd) {
     getrlimit(RLIMIT_NOFILE, &saved_);
     int highest = 0;
     DIR* d = opendir("/proc/self/fd");
@@ -576,7 +577,7 @@ class NoFreeFds {
     setrlimit(RLIMIT_NOFILE, &low);
     // Fill the holes below the limit.
     int fd;
-    while ((fd = dup(0)) >= 0) dups_.push_back(fd);
+    while ((fd = dup(any_fd)) >= 0) dups_.push_back(fd);
   }
   ~NoFreeFds() {
     for (int fd : dups_) close(fd);
@@ -599,7 +600,8 @@ TEST_F(TcpTransportTest, AcceptWithoutFreeDescriptorsPausesInsteadOfSpinning) {
   addr.sin_port = htons(nodes_[1].port);
   inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
   {
-    NoFreeFds no_fds;
+    NoFreeFds no_fds(raw);
+    ASSERT_EQ(-1, dup(raw));  // really none left
     ASSERT_EQ(0, connect(raw, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
     ASSERT_TRUE(WaitUntil([&] { return b->stats().accept_failures >= 1; }));
     // Still out of descriptors for a while: a spinning loop would count
