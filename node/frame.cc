@@ -1,6 +1,7 @@
 #include "node/frame.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "utils/coding.h"
 #include "utils/crc32c.h"
@@ -9,6 +10,9 @@ namespace chorus {
 
 namespace {
 constexpr size_t kCrcOffset = 24;  // the crc32c follows magic, length, cluster, sender
+// The first reservation for a payload: enough for most frames at once, small
+// enough that an announced length costs nothing until its bytes arrive.
+constexpr size_t kInitialPayloadReserve = 64 * 1024;
 }  // namespace
 
 std::string EncodeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::string& payload) {
@@ -29,7 +33,8 @@ std::string EncodeFrame(uint64_t cluster_id, uint64_t sender, const std::string&
   return out;
 }
 
-FrameDecoder::FrameDecoder(uint32_t max_payload_bytes) : max_payload_bytes_(max_payload_bytes) {}
+FrameDecoder::FrameDecoder(uint32_t max_payload_bytes, HeaderCheck check)
+    : max_payload_bytes_(max_payload_bytes), check_(std::move(check)) {}
 
 Status FrameDecoder::Consume(const char* data, size_t n, std::vector<Frame>* frames) {
   if (!error_.ok()) return error_;
@@ -57,8 +62,17 @@ Status FrameDecoder::Consume(const char* data, size_t n, std::vector<Frame>* fra
       current_.cluster_id = DecodeFixed64(header_ + 8);
       current_.sender = DecodeFixed64(header_ + 16);
       expected_crc_ = DecodeFixed32(header_ + kCrcOffset);
+      if (check_) {
+        Status s = check_(current_.cluster_id, current_.sender);
+        if (!s.ok()) {
+          error_ = s;
+          return error_;
+        }
+      }
       current_.payload.clear();
-      current_.payload.reserve(payload_len_);
+      // Grows as bytes arrive (append doubles), never to the announced
+      // length up front.
+      current_.payload.reserve(std::min<size_t>(payload_len_, kInitialPayloadReserve));
       in_payload_ = true;
     } else {
       const size_t take = std::min<size_t>(n, payload_len_ - current_.payload.size());

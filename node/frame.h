@@ -7,8 +7,11 @@
 //
 // Integers are little-endian (utils/coding.h). The crc32c covers the first 24
 // header bytes (magic .. sender) followed by the payload, so a flipped bit
-// anywhere in a frame is caught. The length is checked against the limit
-// before any memory is allocated for the payload.
+// anywhere in a frame is caught. The header is checked as soon as its 28
+// bytes are in (magic, length against the limit, then the caller's
+// HeaderCheck, e.g. cluster id and sender membership), before any byte of the
+// payload is read, and the payload buffer grows with the bytes that actually
+// arrive: a header alone never makes the decoder allocate its announced length.
 //
 // Thread safety: FrameDecoder is not synchronized; one connection owns one.
 
@@ -17,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,13 +47,20 @@ std::string EncodeFrame(uint64_t cluster_id, uint64_t sender, const std::string&
 // Splits a byte stream into frames. Bytes may arrive in any chunking.
 class FrameDecoder {
  public:
+  // Called with every complete header that passed the magic and length
+  // checks, before its payload is read. Any status but ok rejects the frame
+  // and becomes the decoder's sticky error (Consume returns it as is).
+  using HeaderCheck = std::function<Status(uint64_t cluster_id, uint64_t sender)>;
+
   // Frames whose payload is longer than max_payload_bytes are rejected.
-  explicit FrameDecoder(uint32_t max_payload_bytes);
+  // An empty `check` accepts every header.
+  explicit FrameDecoder(uint32_t max_payload_bytes, HeaderCheck check = nullptr);
 
   // Consumes data[0, n) and appends every frame completed by it to *frames.
   // Returns ok, or (once the stream is known to be bad, and from then on):
   //   Corruption - bad magic or a crc32c mismatch;
-  //   TooLarge   - the header announces a payload above the limit.
+  //   TooLarge   - the header announces a payload above the limit;
+  //   whatever the HeaderCheck returned when it rejected a header.
   // After an error the decoder accepts nothing more: close the connection.
   // The frames appended before the error are intact and verified.
   Status Consume(const char* data, size_t n, std::vector<Frame>* frames);
@@ -57,8 +68,12 @@ class FrameDecoder {
   // True when no partial frame is buffered.
   bool idle() const { return header_fill_ == 0 && !in_payload_; }
 
+  // Bytes of memory held for the partial payload (its buffer's capacity).
+  size_t payload_capacity() const { return current_.payload.capacity(); }
+
  private:
   const uint32_t max_payload_bytes_;
+  const HeaderCheck check_;
   Status error_;                     // sticky
   char header_[kFrameHeaderSize];    // the header being filled
   size_t header_fill_ = 0;           // bytes of header_ filled

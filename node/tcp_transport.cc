@@ -11,14 +11,26 @@
 // loop connects lazily (only when something waits to be sent), takes the
 // whole queue at once and writes it with sendmsg; on a failed connect or a
 // broken connection it retries after a backoff that doubles from
-// reconnect_min_ms up to reconnect_max_ms. Queued frames survive reconnects
+// reconnect_min_ms up to reconnect_max_ms (and starts again from min only
+// once a connection stayed up for reconnect_max_ms); a connect still pending
+// after connect_timeout_ms counts as failed. Queued frames survive reconnects
 // (a partly written frame is written again from its start); the queue is
 // bounded in bytes and Send drops (and counts) what does not fit.
 //
-// Incoming: accepted connections are only read. Each has a FrameDecoder;
-// every frame is checked (magic, length, crc32c, cluster id, sender is a
-// member) before the receiver sees it. A bad frame is counted and closes its
-// connection; other connections are unaffected.
+// Incoming: accepted connections are only read; at most
+// max_incoming_connections are open (more are closed at once). Each has a
+// FrameDecoder; every header is checked (magic, length, cluster id, sender is
+// a member) as soon as it is complete, before any of its payload is read, and
+// the crc32c once the payload is in, before the receiver sees the frame. A
+// bad frame is counted and closes its connection; other connections are
+// unaffected.
+//
+// Resource failures are survived, not fatal: accept() failing for lack of
+// descriptors or memory takes the listening socket out of epoll for
+// kAcceptPauseMs (the loop's timeout puts it back), and an epoll_ctl that
+// fails for one connection closes that connection. Every socket has
+// SO_KEEPALIVE and TCP_USER_TIMEOUT (dead_peer_timeout_ms), so a peer gone
+// without a reset breaks its connections instead of leaving them open.
 #include <errno.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -40,6 +52,7 @@
 #include "chorus/transport.h"
 #include "node/frame.h"
 #include "node/socket_util.h"
+#include "node/tcp_transport_testing.h"
 
 namespace chorus {
 
@@ -51,6 +64,9 @@ constexpr int kMaxEvents = 64;
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kMaxReadsPerEvent = 16;  // fairness between busy connections
 constexpr int kMaxIov = 64;
+constexpr int kAcceptPauseMs = 100;  // after EMFILE and friends
+
+std::atomic<int> g_fail_incoming_epoll_adds{0};  // tcp_transport_testing
 
 // epoll_event.data.u64 = kind << 56 | index.
 enum class Kind : uint64_t { kWake = 0, kListen = 1, kPeer = 2, kIncoming = 3 };
@@ -86,21 +102,40 @@ struct Peer {
   uint32_t registered = 0;          // epoll events registered for fd
   std::deque<OutFrame> sending;     // taken from `queue`, being written
   size_t front_offset = 0;          // bytes of sending.front() written
-  int backoff_ms = 0;               // 0: the last attempt did not fail
+  int backoff_ms = 0;               // 0: no attempt failed yet
   Clock::time_point next_attempt;   // no connect before this
+  Clock::time_point connect_deadline;  // kConnecting: give up at this time
+  Clock::time_point connected_at;      // kConnected: since when
 };
 
 // An accepted connection.
 struct Incoming {
   int fd;
   FrameDecoder decoder;
-  Incoming(int f, uint32_t max) : fd(f), decoder(max) {}
+  Incoming(int f, uint32_t max, FrameDecoder::HeaderCheck check)
+      : fd(f), decoder(max, std::move(check)) {}
 };
 
 class TcpTransportImpl : public TcpTransport {
  public:
   explicit TcpTransportImpl(const TcpTransportOptions& options)
-      : options_(options), self_id_(options.self.id()) {
+      : options_(options),
+        self_id_(options.self.id()),
+        max_incoming_(options.max_incoming_connections > 0
+                          ? static_cast<size_t>(options.max_incoming_connections)
+                          : 4 * options.nodes.size() + 16) {
+    // Runs on the loop thread for every complete incoming header.
+    header_check_ = [this](uint64_t cluster_id, uint64_t sender) {
+      if (cluster_id != options_.cluster_id) {
+        dropped_foreign_cluster_.fetch_add(1, std::memory_order_relaxed);
+        return Status::InvalidArgument("frame of cluster " + std::to_string(cluster_id));
+      }
+      if (members_.count(sender) == 0) {
+        dropped_non_member_.fetch_add(1, std::memory_order_relaxed);
+        return Status::InvalidArgument("frame from non-member " + std::to_string(sender));
+      }
+      return Status::OK();
+    };
     for (const NodeInfo& n : options_.nodes) {
       members_.insert(n.id());
       if (n.id() == self_id_) continue;
@@ -120,7 +155,9 @@ class TcpTransportImpl : public TcpTransport {
     if (epoll_fd_ < 0) return Status::FromErrno("epoll_create1", errno);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) return Status::FromErrno("eventfd", errno);
-    Register(wake_fd_, EPOLLIN, Tag(Kind::kWake, 0), EPOLL_CTL_ADD);
+    if (!Register(wake_fd_, EPOLLIN, Tag(Kind::kWake, 0), EPOLL_CTL_ADD)) {
+      return Status::FromErrno("epoll_ctl(eventfd)", errno);
+    }
     return Status::OK();
   }
 
@@ -131,7 +168,11 @@ class TcpTransportImpl : public TcpTransport {
     if (!receiver) return Status::InvalidArgument("receiver is empty");
     Status s = ListenTcp(options_.self, &listen_fd_);
     if (!s.ok()) return s;
-    Register(listen_fd_, EPOLLIN, Tag(Kind::kListen, 0), EPOLL_CTL_ADD);
+    if (!Register(listen_fd_, EPOLLIN, Tag(Kind::kListen, 0), EPOLL_CTL_ADD)) {
+      s = Status::FromErrno("epoll_ctl(listening socket)", errno);
+      CloseFd(&listen_fd_);
+      return s;
+    }
     receiver_ = std::move(receiver);
     started_ = true;
     loop_ = std::thread([this] { Loop(); });
@@ -205,6 +246,11 @@ class TcpTransportImpl : public TcpTransport {
     s.frames_dropped_non_member = dropped_non_member_.load(std::memory_order_relaxed);
     s.sends_dropped_queue_full = sends_dropped_queue_full_.load(std::memory_order_relaxed);
     s.connections_closed_on_error = closed_on_error_.load(std::memory_order_relaxed);
+    s.connections_rejected_over_limit = rejected_over_limit_.load(std::memory_order_relaxed);
+    s.accept_failures = accept_failures_.load(std::memory_order_relaxed);
+    s.connections_closed_epoll_error = closed_epoll_error_.load(std::memory_order_relaxed);
+    s.connect_timeouts = connect_timeouts_.load(std::memory_order_relaxed);
+    s.connections_timed_out = timed_out_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -229,11 +275,13 @@ class TcpTransportImpl : public TcpTransport {
     if (write(wake_fd_, &one, sizeof(one)) < 0 && errno != EAGAIN) Die("eventfd write");
   }
 
-  void Register(int fd, uint32_t events, uint64_t tag, int op) {
+  // epoll_ctl; false (errno set) when it failed. The callers give up the one
+  // socket concerned rather than the process.
+  bool Register(int fd, uint32_t events, uint64_t tag, int op) {
     epoll_event ev{};
     ev.events = events;
     ev.data.u64 = tag;
-    if (epoll_ctl(epoll_fd_, op, fd, &ev) != 0) Die("epoll_ctl");
+    return epoll_ctl(epoll_fd_, op, fd, &ev) == 0;
   }
 
   static void CloseFd(int* fd) {
@@ -249,7 +297,7 @@ class TcpTransportImpl : public TcpTransport {
     epoll_event events[kMaxEvents];
     read_buf_.reset(new char[kReadChunk]);
     while (!stop_.load(std::memory_order_acquire)) {
-      const int timeout_ms = ServicePeers();
+      const int timeout_ms = MinTimeout(ServicePeers(), ServiceAcceptPause());
       const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -292,9 +340,24 @@ class TcpTransportImpl : public TcpTransport {
     }
   }
 
+  // The smaller of two epoll timeouts, -1 meaning none.
+  static int MinTimeout(int a, int b) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    return std::min(a, b);
+  }
+
+  // Milliseconds from now until `t` (rounded up), at least 0.
+  static int MsUntil(Clock::time_point now, Clock::time_point t) {
+    if (t <= now) return 0;
+    return static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1);
+  }
+
   // Connects idle peers that have something to send and whose backoff has
-  // passed, and flushes connected ones. Returns the epoll timeout: the time
-  // to the earliest pending reconnect, or -1.
+  // passed, gives up connects that took too long, and flushes connected
+  // peers. Returns the epoll timeout: the time to the earliest reconnect or
+  // connect deadline, or -1.
   int ServicePeers() {
     const Clock::time_point now = Clock::now();
     int timeout_ms = -1;
@@ -304,20 +367,52 @@ class TcpTransportImpl : public TcpTransport {
         Flush(peer);
         continue;
       }
-      if (peer->state != Peer::State::kIdle || !HasPending(peer)) continue;
+      if (peer->state == Peer::State::kConnecting) {
+        if (now < peer->connect_deadline) {
+          timeout_ms = MinTimeout(timeout_ms, MsUntil(now, peer->connect_deadline));
+          continue;
+        }
+        connect_timeouts_.fetch_add(1, std::memory_order_relaxed);
+        Backoff(peer);  // now idle, with its next attempt set
+      }
+      if (!HasPending(peer)) continue;
       if (now < peer->next_attempt) {
-        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              peer->next_attempt - now).count() + 1;
-        if (timeout_ms < 0 || wait < timeout_ms) timeout_ms = static_cast<int>(wait);
+        timeout_ms = MinTimeout(timeout_ms, MsUntil(now, peer->next_attempt));
         continue;
       }
       Connect(peer);
       if (peer->state == Peer::State::kIdle) {  // failed at once: backoff set
-        const int wait = peer->backoff_ms;
-        if (timeout_ms < 0 || wait < timeout_ms) timeout_ms = wait;
+        timeout_ms = MinTimeout(timeout_ms, peer->backoff_ms);
+      } else if (peer->state == Peer::State::kConnecting) {
+        timeout_ms = MinTimeout(timeout_ms, options_.connect_timeout_ms);
       }
     }
     return timeout_ms;
+  }
+
+  // Puts the listening socket back into epoll once an accept pause is over.
+  // Returns the epoll timeout for the pause: the time left, or -1.
+  int ServiceAcceptPause() {
+    if (!accept_paused_) return -1;
+    const Clock::time_point now = Clock::now();
+    if (now < accept_resume_at_) return MsUntil(now, accept_resume_at_);
+    if (!Register(listen_fd_, EPOLLIN, Tag(Kind::kListen, 0), EPOLL_CTL_ADD)) {
+      // Still short of memory: try again after another pause.
+      accept_resume_at_ = now + std::chrono::milliseconds(kAcceptPauseMs);
+      return kAcceptPauseMs;
+    }
+    accept_paused_ = false;
+    return -1;
+  }
+
+  // Stops watching the listening socket for kAcceptPauseMs: with no
+  // descriptor to accept into it stays readable and would spin the loop.
+  void PauseAccept() {
+    // The listening socket leaves the set; if even that fails it stays (and
+    // the loop spins until descriptors free up, which is all it can do).
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr) != 0) return;
+    accept_paused_ = true;
+    accept_resume_at_ = Clock::now() + std::chrono::milliseconds(kAcceptPauseMs);
   }
 
   bool HasPending(Peer* peer) {
@@ -328,7 +423,7 @@ class TcpTransportImpl : public TcpTransport {
 
   void Connect(Peer* peer) {
     bool connected = false;
-    Status s = StartConnect(peer->addr, &peer->fd, &connected);
+    Status s = StartConnect(peer->addr, options_.dead_peer_timeout_ms, &peer->fd, &connected);
     if (!s.ok()) {
       peer->fd = -1;
       Backoff(peer);
@@ -336,11 +431,16 @@ class TcpTransportImpl : public TcpTransport {
     }
     if (connected) {
       OnConnected(peer);
-    } else {
-      peer->state = Peer::State::kConnecting;
-      peer->registered = EPOLLOUT;
-      Register(peer->fd, EPOLLOUT, Tag(Kind::kPeer, PeerIndex(peer)), EPOLL_CTL_ADD);
+      return;
     }
+    if (!Register(peer->fd, EPOLLOUT, Tag(Kind::kPeer, PeerIndex(peer)), EPOLL_CTL_ADD)) {
+      closed_epoll_error_.fetch_add(1, std::memory_order_relaxed);
+      Backoff(peer);
+      return;
+    }
+    peer->state = Peer::State::kConnecting;
+    peer->registered = EPOLLOUT;
+    peer->connect_deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   }
 
   size_t PeerIndex(Peer* peer) { return peer_index_.at(peer->info.id()); }
@@ -350,24 +450,42 @@ class TcpTransportImpl : public TcpTransport {
     // The peer never writes to us on this connection: EPOLLIN/RDHUP report
     // that it closed it.
     const uint32_t events = EPOLLIN | EPOLLRDHUP;
-    Register(peer->fd, events, tag,
-             peer->state == Peer::State::kConnecting ? EPOLL_CTL_MOD : EPOLL_CTL_ADD);
+    if (!Register(peer->fd, events, tag,
+                  peer->state == Peer::State::kConnecting ? EPOLL_CTL_MOD : EPOLL_CTL_ADD)) {
+      closed_epoll_error_.fetch_add(1, std::memory_order_relaxed);
+      Backoff(peer);
+      return;
+    }
     peer->registered = events;
     peer->state = Peer::State::kConnected;
-    peer->backoff_ms = 0;
+    peer->connected_at = Clock::now();
+    // The backoff is not reset here: a peer that accepts and closes at once
+    // must not be retried every reconnect_min_ms (see Backoff).
     Flush(peer);
   }
 
   // Closes the connection and schedules the next attempt.
   void Backoff(Peer* peer) {
+    const Clock::time_point now = Clock::now();
+    // Only a connection that stayed up for a while proves the peer healthy
+    // enough to start the backoff again from its minimum.
+    const bool was_stable =
+        peer->state == Peer::State::kConnected &&
+        now - peer->connected_at >= std::chrono::milliseconds(options_.reconnect_max_ms);
     CloseFd(&peer->fd);
     peer->state = Peer::State::kIdle;
     peer->registered = 0;
     peer->front_offset = 0;  // a partly written frame is sent again whole
-    peer->backoff_ms = peer->backoff_ms == 0
+    peer->backoff_ms = (peer->backoff_ms == 0 || was_stable)
                            ? options_.reconnect_min_ms
                            : std::min(peer->backoff_ms * 2, options_.reconnect_max_ms);
-    peer->next_attempt = Clock::now() + std::chrono::milliseconds(peer->backoff_ms);
+    peer->next_attempt = now + std::chrono::milliseconds(peer->backoff_ms);
+  }
+
+  // Counts an error that broke a connection when it is the dead-peer
+  // detection at work.
+  void CountIfTimedOut(int err) {
+    if (err == ETIMEDOUT) timed_out_.fetch_add(1, std::memory_order_relaxed);
   }
 
   void OnPeerEvent(Peer* peer, uint32_t events) {
@@ -387,6 +505,7 @@ class TcpTransportImpl : public TcpTransport {
         if (n > 0) continue;
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n < 0) CountIfTimedOut(errno);
         Backoff(peer);  // EOF or error: the peer went away
         return;
       }
@@ -428,6 +547,7 @@ class TcpTransportImpl : public TcpTransport {
           SetWriteInterest(peer, true);
           return;
         }
+        CountIfTimedOut(errno);
         Backoff(peer);
         return;
       }
@@ -451,10 +571,15 @@ class TcpTransportImpl : public TcpTransport {
     SetWriteInterest(peer, false);
   }
 
+  // Closes the connection (see Backoff) when epoll refuses the change.
   void SetWriteInterest(Peer* peer, bool on) {
     const uint32_t events = on ? (peer->registered | EPOLLOUT) : (peer->registered & ~EPOLLOUT);
     if (events == peer->registered) return;
-    Register(peer->fd, events, Tag(Kind::kPeer, PeerIndex(peer)), EPOLL_CTL_MOD);
+    if (!Register(peer->fd, events, Tag(Kind::kPeer, PeerIndex(peer)), EPOLL_CTL_MOD)) {
+      closed_epoll_error_.fetch_add(1, std::memory_order_relaxed);
+      Backoff(peer);
+      return;
+    }
     peer->registered = events;
   }
 
@@ -462,14 +587,42 @@ class TcpTransportImpl : public TcpTransport {
     while (true) {
       const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        // EAGAIN: done. EMFILE and friends: leave the rest in the backlog;
-        // they are retried on the next event.
+        const int err = errno;
+        if (err == EAGAIN || err == EWOULDBLOCK) return;  // done
+        if (err == EINTR || err == ECONNABORTED || err == EPROTO || err == EPERM ||
+            err == ENETDOWN || err == ENETUNREACH || err == EHOSTDOWN ||
+            err == EHOSTUNREACH || err == ENONET || err == ENOPROTOOPT || err == EOPNOTSUPP) {
+          continue;  // that one connection failed (accept(2) says: retry)
+        }
+        // EMFILE, ENFILE, ENOBUFS, ENOMEM (or anything unexpected): the
+        // pending connections wait in the backlog while we pause.
+        accept_failures_.fetch_add(1, std::memory_order_relaxed);
+        PauseAccept();
         return;
       }
+      if (incoming_.size() >= max_incoming_) {
+        // Counted before the close, which the client can see at once.
+        rejected_over_limit_.fetch_add(1, std::memory_order_relaxed);
+        close(fd);
+        continue;
+      }
+      // Best effort: a socket without keepalive still works.
+      (void)SetDeadPeerTimeout(fd, options_.dead_peer_timeout_ms);
       const uint64_t id = next_incoming_id_++;
-      incoming_[id] = std::make_unique<Incoming>(fd, options_.max_frame_bytes);
-      Register(fd, EPOLLIN | EPOLLRDHUP, Tag(Kind::kIncoming, id), EPOLL_CTL_ADD);
+      bool registered;
+      if (g_fail_incoming_epoll_adds.load(std::memory_order_relaxed) > 0 &&
+          g_fail_incoming_epoll_adds.fetch_sub(1, std::memory_order_relaxed) > 0) {
+        errno = ENOMEM;  // injected by a test
+        registered = false;
+      } else {
+        registered = Register(fd, EPOLLIN | EPOLLRDHUP, Tag(Kind::kIncoming, id), EPOLL_CTL_ADD);
+      }
+      if (!registered) {
+        closed_epoll_error_.fetch_add(1, std::memory_order_relaxed);
+        close(fd);
+        continue;
+      }
+      incoming_[id] = std::make_unique<Incoming>(fd, options_.max_frame_bytes, header_check_);
     }
   }
 
@@ -483,6 +636,7 @@ class TcpTransportImpl : public TcpTransport {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (n <= 0) {  // EOF or error: the sender went away
+        if (n < 0) CountIfTimedOut(errno);
         CloseIncoming(it);
         return;
       }
@@ -490,15 +644,15 @@ class TcpTransportImpl : public TcpTransport {
       Status s = conn->decoder.Consume(read_buf_.get(), static_cast<size_t>(n), &frames);
       for (Frame& f : frames) {
         if (stop_.load(std::memory_order_acquire)) return;
-        if (!Deliver(&f)) {
-          closed_on_error_.fetch_add(1, std::memory_order_relaxed);
-          CloseIncoming(it);
-          return;
-        }
+        Deliver(&f);
       }
       if (!s.ok()) {
-        (s.IsTooLarge() ? dropped_too_large_ : dropped_corrupt_)
-            .fetch_add(1, std::memory_order_relaxed);
+        // A rejected identity was counted by header_check_.
+        if (s.IsTooLarge()) {
+          dropped_too_large_.fetch_add(1, std::memory_order_relaxed);
+        } else if (s.IsCorruption()) {
+          dropped_corrupt_.fetch_add(1, std::memory_order_relaxed);
+        }
         closed_on_error_.fetch_add(1, std::memory_order_relaxed);
         CloseIncoming(it);
         return;
@@ -506,20 +660,11 @@ class TcpTransportImpl : public TcpTransport {
     }
   }
 
-  // Checks a decoded frame's identity and hands it to the receiver. Returns
-  // false (after counting the drop) when the frame must close its connection.
-  bool Deliver(Frame* f) {
-    if (f->cluster_id != options_.cluster_id) {
-      dropped_foreign_cluster_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    if (members_.count(f->sender) == 0) {
-      dropped_non_member_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
+  // Hands a decoded frame to the receiver. Its identity was checked from
+  // its header (header_check_) and its crc32c by the decoder.
+  void Deliver(Frame* f) {
     frames_received_.fetch_add(1, std::memory_order_relaxed);
     receiver_(f->sender, std::move(f->payload));
-    return true;
   }
 
   void CloseIncoming(std::unordered_map<uint64_t, std::unique_ptr<Incoming>>::iterator it) {
@@ -532,6 +677,8 @@ class TcpTransportImpl : public TcpTransport {
   std::unordered_set<uint64_t> members_;              // immutable after construction
   std::vector<std::unique_ptr<Peer>> peers_;          // every member but self; immutable
   std::unordered_map<uint64_t, size_t> peer_index_;   // node id -> index in peers_; immutable
+  const size_t max_incoming_;                         // resolved max_incoming_connections
+  FrameDecoder::HeaderCheck header_check_;            // set by the constructor; loop only
 
   std::mutex lifecycle_mu_;   // serializes Start and Stop
   bool started_ = false;      // GUARDED_BY(lifecycle_mu_)
@@ -551,6 +698,8 @@ class TcpTransportImpl : public TcpTransport {
   // Loop thread only (and Stop after the join).
   std::unordered_map<uint64_t, std::unique_ptr<Incoming>> incoming_;
   uint64_t next_incoming_id_ = 0;
+  bool accept_paused_ = false;            // listen_fd_ is out of epoll until...
+  Clock::time_point accept_resume_at_;    // ...this time
   std::unique_ptr<char[]> read_buf_;
 
   std::atomic<uint64_t> frames_sent_{0};
@@ -561,6 +710,11 @@ class TcpTransportImpl : public TcpTransport {
   std::atomic<uint64_t> dropped_non_member_{0};
   std::atomic<uint64_t> sends_dropped_queue_full_{0};
   std::atomic<uint64_t> closed_on_error_{0};
+  std::atomic<uint64_t> rejected_over_limit_{0};
+  std::atomic<uint64_t> accept_failures_{0};
+  std::atomic<uint64_t> closed_epoll_error_{0};
+  std::atomic<uint64_t> connect_timeouts_{0};
+  std::atomic<uint64_t> timed_out_{0};
 };
 
 Status ValidateOptions(const TcpTransportOptions& o) {
@@ -591,10 +745,26 @@ Status ValidateOptions(const TcpTransportOptions& o) {
   if (o.max_queued_bytes_per_peer == 0) {
     return Status::InvalidArgument("max_queued_bytes_per_peer is 0");
   }
+  if (o.connect_timeout_ms <= 0) {
+    return Status::InvalidArgument("connect_timeout_ms must be > 0 (got " +
+                                   std::to_string(o.connect_timeout_ms) + ")");
+  }
+  if (o.dead_peer_timeout_ms < 0) {
+    return Status::InvalidArgument("dead_peer_timeout_ms must be >= 0 (got " +
+                                   std::to_string(o.dead_peer_timeout_ms) + ")");
+  }
+  if (o.max_incoming_connections < 0) {
+    return Status::InvalidArgument("max_incoming_connections must be >= 0 (got " +
+                                   std::to_string(o.max_incoming_connections) + ")");
+  }
   return Status::OK();
 }
 
 }  // namespace
+
+namespace tcp_transport_testing {
+void FailIncomingEpollAdds(int n) { g_fail_incoming_epoll_adds.store(n); }
+}  // namespace tcp_transport_testing
 
 Status NewTcpTransport(const TcpTransportOptions& options, std::unique_ptr<TcpTransport>* out) {
   Status s = ValidateOptions(options);

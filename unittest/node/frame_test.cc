@@ -150,5 +150,52 @@ TEST(FrameTest, FramesBeforeAnErrorAreDelivered) {
   EXPECT_EQ("first", frames[0].payload);
 }
 
+TEST(FrameTest, HeaderCheckRunsBeforeThePayloadIsRead) {
+  std::vector<std::pair<uint64_t, uint64_t>> seen;
+  FrameDecoder d(64u << 20, [&](uint64_t cluster, uint64_t sender) {
+    seen.emplace_back(cluster, sender);
+    return sender == 666 ? Status::InvalidArgument("stranger") : Status::OK();
+  });
+  std::vector<Frame> frames;
+  const std::string good = EncodeFrame(1, 2, "fine");
+  ASSERT_TRUE(d.Consume(good.data(), good.size(), &frames).ok());
+  ASSERT_EQ(1u, frames.size());
+  ASSERT_EQ(1u, seen.size());
+  EXPECT_EQ(1u, seen[0].first);
+  EXPECT_EQ(2u, seen[0].second);
+  // Only the header of a 50 MiB frame from a rejected sender: refused at
+  // once, with the check's own status, before any payload byte.
+  std::string header = EncodeFrameHeader(1, 666, "");
+  EncodeFixed32(&header[4], 50u << 20);
+  Status s = d.Consume(header.data(), header.size(), &frames);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(2u, seen.size());
+  EXPECT_EQ(1u, frames.size());
+  EXPECT_LT(d.payload_capacity(), 1u << 20);
+  // Sticky.
+  EXPECT_TRUE(d.Consume(good.data(), good.size(), &frames).IsInvalidArgument());
+  EXPECT_EQ(2u, seen.size());
+}
+
+TEST(FrameTest, AnnouncedLengthIsNotReservedUpFront) {
+  FrameDecoder d(64u << 20);
+  const std::string payload(3u << 20, 'p');
+  const std::string f = EncodeFrame(1, 2, payload);
+  std::vector<Frame> frames;
+  // The header and a few bytes of a 3 MiB payload hold far less than 3 MiB.
+  ASSERT_TRUE(d.Consume(f.data(), kFrameHeaderSize + 10, &frames).ok());
+  EXPECT_LT(d.payload_capacity(), 1u << 20);
+  // The rest in small pieces still decodes.
+  size_t pos = kFrameHeaderSize + 10;
+  while (pos < f.size()) {
+    const size_t n = std::min<size_t>(f.size() - pos, 4093);
+    ASSERT_TRUE(d.Consume(f.data() + pos, n, &frames).ok());
+    pos += n;
+  }
+  ASSERT_EQ(1u, frames.size());
+  EXPECT_TRUE(frames[0].payload == payload);
+  EXPECT_TRUE(d.idle());
+}
+
 }  // namespace
 }  // namespace chorus

@@ -1,6 +1,8 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 
 #include "unittest/support/test_util.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -18,6 +21,7 @@
 
 #include "chorus/transport.h"
 #include "node/frame.h"
+#include "node/tcp_transport_testing.h"
 #include "utils/coding.h"
 
 namespace chorus {
@@ -440,6 +444,310 @@ TEST_F(TcpTransportTest, StopIsCleanIdempotentAndLeaksNoFd) {
     // ts[2] is stopped by its destructor, t0 too.
   }
   EXPECT_EQ(fds_before, CountOpenFds());
+}
+
+// A header (only) announcing a payload of `len` bytes.
+std::string HeaderAnnouncing(uint64_t cluster, uint64_t sender, uint32_t len) {
+  std::string header = EncodeFrameHeader(cluster, sender, "");
+  EncodeFixed32(&header[4], len);
+  return header;
+}
+
+TEST_F(TcpTransportTest, IdentityIsCheckedFromTheHeaderBeforeThePayload) {
+  MakeNodes(2);
+  Inbox inbox;
+  auto b = Make(OptionsFor(1));
+  ASSERT_TRUE(b->Start(inbox.receiver()).ok());
+  // Headers announcing 60 MiB (under the 64 MiB limit), and no payload at
+  // all: the connection is closed from the header alone.
+  int raw = RawConnect(1);
+  WriteAll(raw, HeaderAnnouncing(kCluster + 1, nodes_[0].id(), 60u << 20));
+  EXPECT_TRUE(ClosedByPeer(raw));
+  close(raw);
+  EXPECT_TRUE(WaitUntil([&] { return b->stats().frames_dropped_foreign_cluster == 1; }));
+
+  raw = RawConnect(1);
+  WriteAll(raw, HeaderAnnouncing(kCluster, NodeInfo{"10.9.9.9", 999}.id(), 60u << 20));
+  EXPECT_TRUE(ClosedByPeer(raw));
+  close(raw);
+  EXPECT_TRUE(WaitUntil([&] { return b->stats().frames_dropped_non_member == 1; }));
+
+  TransportStats s = b->stats();
+  EXPECT_EQ(2u, s.connections_closed_on_error);
+  EXPECT_EQ(0u, s.frames_dropped_corrupt + s.frames_dropped_too_large + s.frames_received);
+}
+
+TEST_F(TcpTransportTest, AFrameArrivingInSmallPiecesIsDelivered) {
+  MakeNodes(2);
+  Inbox inbox;
+  auto b = Make(OptionsFor(1));
+  ASSERT_TRUE(b->Start(inbox.receiver()).ok());
+  int raw = RawConnect(1);
+  int one = 1;
+  setsockopt(raw, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::string payload(20000, '\0');
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 7);
+  const std::string frame = EncodeFrame(kCluster, nodes_[0].id(), payload);
+  for (size_t pos = 0; pos < frame.size(); pos += 997) {
+    WriteAll(raw, frame.substr(pos, 997));
+    std::this_thread::sleep_for(milliseconds(1));  // pacing only: separate reads
+  }
+  ASSERT_TRUE(WaitUntil([&] { return inbox.size() == 1; }));
+  EXPECT_TRUE(inbox.Take()[0].second == payload);
+  close(raw);
+}
+
+TEST_F(TcpTransportTest, IncomingConnectionsAreCapped) {
+  MakeNodes(2);
+  Inbox inbox;
+  TcpTransportOptions o = OptionsFor(1);
+  o.max_incoming_connections = 2;
+  auto b = Make(o);
+  ASSERT_TRUE(b->Start(inbox.receiver()).ok());
+  // Two connections, each proven accepted by a delivered frame.
+  int raw[2];
+  for (int i = 0; i < 2; ++i) {
+    raw[i] = RawConnect(1);
+    const std::string msg = "held-" + std::to_string(i);
+    WriteAll(raw[i], EncodeFrame(kCluster, nodes_[0].id(), msg));
+    ASSERT_TRUE(WaitUntil([&] { return inbox.Contains(msg); }));
+  }
+  // A third is closed at once.
+  int extra = RawConnect(1);
+  EXPECT_TRUE(ClosedByPeer(extra));
+  close(extra);
+  EXPECT_TRUE(WaitUntil([&] { return b->stats().connections_rejected_over_limit == 1; }));
+  // Once one closes, a new connection gets its place (the close may be seen
+  // after the next accept: retry until one is served).
+  close(raw[0]);
+  int attempt = 0;
+  bool served = false;
+  while (!served && attempt < 50) {
+    const uint64_t rejected = b->stats().connections_rejected_over_limit;
+    const std::string msg = "later-" + std::to_string(attempt++);
+    int fd = RawConnect(1);
+    WriteAll(fd, EncodeFrame(kCluster, nodes_[0].id(), msg));
+    ASSERT_TRUE(WaitUntil([&] {
+      return inbox.Contains(msg) || b->stats().connections_rejected_over_limit > rejected;
+    }));
+    served = inbox.Contains(msg);
+    close(fd);
+  }
+  EXPECT_TRUE(served);
+  close(raw[1]);
+  EXPECT_EQ(0u, b->stats().connections_closed_on_error);
+}
+
+TEST_F(TcpTransportTest, FailedEpollRegistrationClosesOnlyThatConnection) {
+  MakeNodes(2);
+  Inbox inbox_a, inbox_b;
+  auto a = Make(OptionsFor(0));
+  auto b = Make(OptionsFor(1));
+  ASSERT_TRUE(a->Start(inbox_a.receiver()).ok());
+  ASSERT_TRUE(b->Start(inbox_b.receiver()).ok());
+  ExpectLinkWorks(a.get(), &inbox_b, 1, "before");
+  tcp_transport_testing::FailIncomingEpollAdds(1);
+  int raw = RawConnect(1);
+  EXPECT_TRUE(ClosedByPeer(raw));
+  close(raw);
+  EXPECT_TRUE(WaitUntil([&] { return b->stats().connections_closed_epoll_error == 1; }));
+  // The node lives on: old and new connections work.
+  ExpectLinkWorks(a.get(), &inbox_b, 1, "after");
+  raw = RawConnect(1);
+  WriteAll(raw, EncodeFrame(kCluster, nodes_[0].id(), "new-conn"));
+  EXPECT_TRUE(WaitUntil([&] { return inbox_b.Contains("new-conn"); }));
+  close(raw);
+  tcp_transport_testing::FailIncomingEpollAdds(0);
+}
+
+// Lowers RLIMIT_NOFILE so that no descriptor is free (filling the holes
+// below it with dups of `any_fd`), and restores it.
+class NoFreeFds {
+ public:
+  explicit NoFreeFds(int any_fd) {
+    getrlimit(RLIMIT_NOFILE, &saved_);
+    int highest = 0;
+    DIR* d = opendir("/proc/self/fd");
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') highest = std::max(highest, atoi(e->d_name));
+    }
+    closedir(d);
+    rlimit low = saved_;
+    low.rlim_cur = static_cast<rlim_t>(highest + 1);
+    setrlimit(RLIMIT_NOFILE, &low);
+    // Fill the holes below the limit.
+    int fd;
+    while ((fd = dup(any_fd)) >= 0) dups_.push_back(fd);
+  }
+  ~NoFreeFds() {
+    for (int fd : dups_) close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+
+ private:
+  rlimit saved_;
+  std::vector<int> dups_;
+};
+
+TEST_F(TcpTransportTest, AcceptWithoutFreeDescriptorsPausesInsteadOfSpinning) {
+  MakeNodes(2);
+  Inbox inbox;
+  auto b = Make(OptionsFor(1));  // node 0 never runs: b opens no socket itself
+  ASSERT_TRUE(b->Start(inbox.receiver()).ok());
+  int raw = socket(AF_INET, SOCK_STREAM, 0);  // created while descriptors are free
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(nodes_[1].port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  {
+    NoFreeFds no_fds(raw);
+    ASSERT_EQ(-1, dup(raw));  // really none left
+    ASSERT_EQ(0, connect(raw, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+    ASSERT_TRUE(WaitUntil([&] { return b->stats().accept_failures >= 1; }));
+    // Still out of descriptors for a while: a spinning loop would count
+    // thousands of failures; a pausing one a handful (fewer when loaded).
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_LT(b->stats().accept_failures, 20u);
+  }
+  // Descriptors are back: the waiting connection is accepted and served.
+  WriteAll(raw, EncodeFrame(kCluster, nodes_[0].id(), "after-emfile"));
+  EXPECT_TRUE(WaitUntil([&] { return inbox.Contains("after-emfile"); }));
+  close(raw);
+}
+
+// The TCP sockets of this process whose local or remote port is `port`.
+std::vector<int> SocketsWithPort(uint16_t port, bool local) {
+  std::vector<int> fds;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const int fd = atoi(e->d_name);
+    sockaddr_in a{};
+    socklen_t len = sizeof(a);
+    const int r = local ? getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len)
+                        : getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    if (r == 0 && a.sin_family == AF_INET && ntohs(a.sin_port) == port) fds.push_back(fd);
+  }
+  closedir(d);
+  return fds;
+}
+
+int IntOpt(int fd, int level, int name) {
+  int v = -1;
+  socklen_t len = sizeof(v);
+  if (getsockopt(fd, level, name, &v, &len) != 0) return -1;
+  return v;
+}
+
+TEST_F(TcpTransportTest, EverySocketDetectsDeadPeers) {
+  MakeNodes(2);
+  Inbox inbox_a, inbox_b;
+  TcpTransportOptions oa = OptionsFor(0), ob = OptionsFor(1);
+  oa.dead_peer_timeout_ms = ob.dead_peer_timeout_ms = 6000;
+  auto a = Make(oa);
+  auto b = Make(ob);
+  ASSERT_TRUE(a->Start(inbox_a.receiver()).ok());
+  ASSERT_TRUE(b->Start(inbox_b.receiver()).ok());
+  ExpectLinkWorks(a.get(), &inbox_b, 1, "a-to-b");
+  // a's outgoing socket to b, b's accepted socket from a, and b's listener.
+  std::vector<int> to_b = SocketsWithPort(nodes_[1].port, /*local=*/false);
+  std::vector<int> at_b = SocketsWithPort(nodes_[1].port, /*local=*/true);
+  ASSERT_EQ(1u, to_b.size());
+  ASSERT_EQ(2u, at_b.size());
+  int checked = 0;
+  for (int fd : {to_b[0], at_b[0], at_b[1]}) {
+    sockaddr_in peer{};
+    socklen_t len = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;  // listener
+    ++checked;
+    EXPECT_EQ(1, IntOpt(fd, SOL_SOCKET, SO_KEEPALIVE)) << fd;
+    EXPECT_EQ(2, IntOpt(fd, IPPROTO_TCP, TCP_KEEPIDLE)) << fd;
+    EXPECT_EQ(1, IntOpt(fd, IPPROTO_TCP, TCP_KEEPINTVL)) << fd;
+    EXPECT_EQ(3, IntOpt(fd, IPPROTO_TCP, TCP_KEEPCNT)) << fd;
+    EXPECT_EQ(6000, IntOpt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT)) << fd;
+  }
+  EXPECT_EQ(2, checked);
+}
+
+TEST_F(TcpTransportTest, AConnectThatHangsIsAbandonedAndRetried) {
+  MakeNodes(1);
+  // A "peer" whose accept queue is full: further SYNs are dropped, so a
+  // connect to it stays pending.
+  const NodeInfo stuck{"127.0.0.1", FreePort()};
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(stuck.port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(0, bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+  ASSERT_EQ(0, listen(listener, 0));
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    fillers.push_back(fd);
+  }
+  TcpTransportOptions o = OptionsFor(0);
+  o.nodes.push_back(stuck);
+  o.connect_timeout_ms = 100;
+  Inbox inbox;
+  auto a = Make(o);
+  ASSERT_TRUE(a->Start(inbox.receiver()).ok());
+  ASSERT_TRUE(a->Send(stuck.id(), "never-arrives").ok());
+  // Two timeouts: the first connect was given up and another one tried.
+  EXPECT_TRUE(WaitUntil([&] { return a->stats().connect_timeouts >= 2; }));
+  a->Stop();
+  for (int fd : fillers) close(fd);
+  close(listener);
+}
+
+TEST_F(TcpTransportTest, APeerThatAcceptsAndClosesIsRetriedWithGrowingBackoff) {
+  MakeNodes(1);
+  const NodeInfo flaky{"127.0.0.1", FreePort()};
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(flaky.port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(0, bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+  ASSERT_EQ(0, listen(listener, 16));
+  timeval tv{kDeadline.count(), 0};
+  setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));  // bounds accept()
+
+  TcpTransportOptions o = OptionsFor(0);
+  o.nodes.push_back(flaky);
+  o.reconnect_min_ms = 5;
+  o.reconnect_max_ms = 400;
+  Inbox inbox;
+  auto a = Make(o);
+  ASSERT_TRUE(a->Start(inbox.receiver()).ok());
+  // Something always waits to be sent, so a reconnects as soon as its backoff
+  // allows.
+  std::atomic<bool> done{false};
+  std::thread sender([&] {
+    while (!done.load()) {
+      a->Send(flaky.id(), "x");
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+  });
+  // Each connection is accepted and closed at once. Had the backoff been
+  // reset by every successful connect, six connects would come 5 ms apart;
+  // doubling, the gaps are at least 5 + 10 + 20 + 40 + 80 ms.
+  steady_clock::time_point first;
+  for (int i = 0; i < 6; ++i) {
+    int fd = accept(listener, nullptr, nullptr);
+    EXPECT_GE(fd, 0) << "connect " << i << " never came";
+    if (fd < 0) break;
+    if (i == 0) first = steady_clock::now();
+    close(fd);
+  }
+  EXPECT_GE(steady_clock::now() - first, milliseconds(155));
+  done.store(true);
+  sender.join();
+  a->Stop();
+  close(listener);
 }
 
 }  // namespace

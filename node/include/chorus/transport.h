@@ -72,9 +72,23 @@ struct TcpTransportOptions {
   uint64_t cluster_id = 0;
   // Largest payload accepted or sent, in bytes. Default 64 MiB.
   uint32_t max_frame_bytes = 64u << 20;
-  // Reconnect backoff after a failed connect: starts at min, doubles up to max.
+  // Reconnect backoff after a failed connect or a lost connection: starts at
+  // min and doubles up to max. It starts again from min only after a
+  // connection stayed up for reconnect_max_ms (a peer that accepts and closes
+  // at once is not retried every reconnect_min_ms).
   int reconnect_min_ms = 20;
   int reconnect_max_ms = 1000;
+  // A non-blocking connect still pending after this long is abandoned and
+  // retried after the backoff. Default 3 s.
+  int connect_timeout_ms = 3000;
+  // Every socket (outgoing and accepted) gets SO_KEEPALIVE with short probes
+  // and TCP_USER_TIMEOUT = this, so a peer that vanished without a reset (host
+  // down, network cut) breaks the connection within about this long instead
+  // of leaving a "connected" socket behind. Default 10 s; 0 turns it off.
+  int dead_peer_timeout_ms = 10000;
+  // Accepted connections open at once; further ones are accepted and closed
+  // at once (and counted). 0 (the default) means 4 * nodes.size() + 16.
+  int max_incoming_connections = 0;
   // Bytes queued for one peer before further sends to it are dropped (the
   // peer is slow or down; the protocol retries). Default 64 MiB.
   size_t max_queued_bytes_per_peer = 64u << 20;
@@ -86,10 +100,26 @@ struct TransportStats {
   uint64_t frames_received = 0;
   uint64_t frames_dropped_corrupt = 0;        // bad magic, length or crc32c
   uint64_t frames_dropped_too_large = 0;
+  // The identity checks run on the header, before its payload is read.
   uint64_t frames_dropped_foreign_cluster = 0;
   uint64_t frames_dropped_non_member = 0;
   uint64_t sends_dropped_queue_full = 0;
+  // Incoming connections closed for a bad frame (any of the drops above).
   uint64_t connections_closed_on_error = 0;
+  // Incoming connections closed at once: max_incoming_connections were open.
+  uint64_t connections_rejected_over_limit = 0;
+  // accept() failed for lack of descriptors or memory (EMFILE, ENFILE,
+  // ENOBUFS, ENOMEM); accepting pauses briefly each time (the pending
+  // connections wait in the backlog) instead of spinning.
+  uint64_t accept_failures = 0;
+  // Connections (incoming or outgoing) closed because epoll_ctl refused them
+  // (e.g. ENOMEM, ENOSPC); the node keeps running.
+  uint64_t connections_closed_epoll_error = 0;
+  // Outgoing connects abandoned after connect_timeout_ms.
+  uint64_t connect_timeouts = 0;
+  // Connections broken by the dead-peer detection (ETIMEDOUT: keepalive
+  // probes or TCP_USER_TIMEOUT expired).
+  uint64_t connections_timed_out = 0;
 };
 
 class TcpTransport : public Transport {
