@@ -4,6 +4,7 @@
 #include <chrono>
 #include <random>
 
+#include "node/core_options.h"
 #include "node/value_codec.h"
 #include "utils/coding.h"
 
@@ -21,24 +22,11 @@ constexpr auto kAnswerGrace = std::chrono::seconds(2);
 // of messages cannot delay the fsync (and the answers) without bound.
 constexpr size_t kMaxEventsPerRound = 512;
 
-paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
-  paxos::CoreOptions c;
-  c.cluster_id = o.cluster_id;
-  c.group = group;
-  c.self = o.self.id();
-  for (const NodeInfo& n : o.nodes) c.members.push_back(n.id());
-  c.max_inflight = static_cast<size_t>(o.max_inflight);
-  c.prepare_timeout_ms = static_cast<uint64_t>(o.prepare_timeout_ms);
-  c.accept_timeout_ms = static_cast<uint64_t>(o.accept_timeout_ms);
-  c.learn_interval_ms = static_cast<uint64_t>(o.learn_interval_ms);
-  // A batch packs many values: the core must take the largest of both, plus
-  // the batch framing (8 bytes per value).
-  c.max_value_bytes = std::max(o.max_value_bytes, o.batch_max_bytes) +
-                      8 * static_cast<size_t>(o.batch_max_count) + 64;
+// A fresh seed for every start of the core (proposal ids come from it).
+uint64_t FreshSeed() {
   std::random_device rd;
-  c.seed = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
-           static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-  return c;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+         static_cast<uint64_t>(Clock::now().time_since_epoch().count());
 }
 
 void AppendAll(std::vector<paxos::OutMessage>* to, std::vector<paxos::OutMessage>* from) {
@@ -70,8 +58,9 @@ Group::~Group() {
 Status Group::Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
                    std::vector<StateMachine*> state_machines, std::unique_ptr<Group>* out) {
   std::unique_ptr<Group> group(new Group(env, index, std::move(log), std::move(state_machines)));
-  Status s = paxos::Core::Open(MakeCoreOptions(*env.options, index), group->log_.get(),
-                               &group->core_);
+  paxos::CoreOptions core_options = MakeCoreOptions(*env.options, index);
+  core_options.seed = FreshSeed();
+  Status s = paxos::Core::Open(core_options, group->log_.get(), &group->core_);
   if (!s.ok()) return s.Annotate("group " + std::to_string(index));
   s = group->Replay();
   if (!s.ok()) return s;

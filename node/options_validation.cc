@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "chorus/state_machine.h"
+#include "node/core_options.h"
 
 namespace chorus {
 
@@ -46,11 +47,18 @@ Status ValidateOptions(const Options& o) {
     return Invalid("batch_delay_ms must be >= 0 and below propose_timeout_ms, got " +
                    std::to_string(o.batch_delay_ms));
   }
-  // A value travels in a frame with the message around it: leave headroom.
-  if (o.max_value_bytes + 4096 > o.max_frame_bytes) {
-    return Invalid("max_value_bytes (" + std::to_string(o.max_value_bytes) +
-                   ") must be at least 4 KiB below max_frame_bytes (" +
-                   std::to_string(o.max_frame_bytes) + ")");
+  // Every message the protocol sends must fit in a frame: its largest is a
+  // function of the value size limits, the window and the catch-up batch
+  // (paxos::CoreOptions::MaxMessageBytes).
+  const paxos::CoreOptions core = MakeCoreOptions(o, 0);
+  s = core.Validate();
+  if (!s.ok()) return s.Annotate("options");
+  const uint64_t needed = static_cast<uint64_t>(core.MaxMessageBytes()) + kFrameOverheadBytes;
+  if (needed > o.max_frame_bytes) {
+    return Invalid("max_frame_bytes (" + std::to_string(o.max_frame_bytes) +
+                   ") is too small for the largest protocol message these limits allow (" +
+                   std::to_string(needed) + " bytes): lower max_value_bytes / batch_max_bytes or "
+                   "raise max_frame_bytes");
   }
   std::set<std::pair<uint32_t, int>> sm_ids;
   for (const auto& [group, sm] : o.state_machines) {

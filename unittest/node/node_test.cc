@@ -440,6 +440,18 @@ TEST_F(OptionsTest, EveryInvalidOptionGetsItsStatus) {
   o = Valid();
   o.max_value_bytes = o.max_frame_bytes;
   EXPECT_TRUE(Open(o).IsInvalidArgument());
+
+  // The frame must carry the largest protocol message (a full PROMISE or a
+  // catch-up batch), not just one value.
+  o = Valid();
+  o.max_frame_bytes = 16u << 20;
+  s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("max_frame_bytes"), std::string::npos) << s.ToString();
+
+  o = Valid();
+  o.max_inflight = 1 << 21;  // beyond what the acceptance window may hold
+  EXPECT_TRUE(Open(o).IsInvalidArgument());
 }
 
 TEST_F(OptionsTest, UnwritableDataDirIsRefused) {

@@ -1,0 +1,27 @@
+#include "node/core_options.h"
+
+#include <algorithm>
+
+namespace chorus {
+
+paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
+  paxos::CoreOptions c;
+  c.cluster_id = o.cluster_id;
+  c.group = group;
+  c.self = o.self.id();
+  for (const NodeInfo& n : o.nodes) c.members.push_back(n.id());
+  c.max_inflight = static_cast<size_t>(std::max(o.max_inflight, 1));
+  // The acceptance window must hold the pipeline; a few times it leaves
+  // room for a lagging acceptor to keep voting while it catches up.
+  c.window = std::max(c.window, 4 * c.max_inflight);
+  c.prepare_timeout_ms = static_cast<uint64_t>(std::max(o.prepare_timeout_ms, 1));
+  c.accept_timeout_ms = static_cast<uint64_t>(std::max(o.accept_timeout_ms, 1));
+  c.learn_interval_ms = static_cast<uint64_t>(std::max(o.learn_interval_ms, 1));
+  // A batch packs many values: the core must take the largest of both, plus
+  // the batch framing (5 bytes of header, 8 per value).
+  c.max_value_bytes = std::max(o.max_value_bytes, o.batch_max_bytes) +
+                      8 * static_cast<size_t>(std::max(o.batch_max_count, 1)) + 64;
+  return c;
+}
+
+}  // namespace chorus
