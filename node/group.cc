@@ -279,6 +279,12 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
   }
 }
 
+size_t Group::CoreCapacity() const {
+  // max_inflight in phase 2, and as many queued in the core behind them, so
+  // that the core refills a freed slot in the same step that freed it.
+  return 2 * static_cast<size_t>(env_.options->max_inflight);
+}
+
 bool Group::Expired(ProposalRequest* request, Clock::time_point now) {
   if (now - request->enqueued > std::chrono::milliseconds(env_.options->max_queue_wait_ms)) {
     AnswerAll(request, Status::Busy("proposal waited longer than max_queue_wait_ms for the group"));
@@ -299,7 +305,7 @@ void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos
   if (Expired(request.get(), Clock::now())) return;
   // At most max_inflight proposals are in the core; the others wait here, in
   // arrival order, where their queue wait is measured.
-  if (!backlog_.empty() || in_core_.size() >= static_cast<size_t>(env_.options->max_inflight)) {
+  if (!backlog_.empty() || in_core_.size() >= CoreCapacity()) {
     backlog_.push_back(request);
     ArmBacklogTimer();
     return;
@@ -333,7 +339,7 @@ void Group::DrainBacklog() {
       AnswerAll(front.get(), halted_);
     } else if (Expired(front.get(), now)) {
       // answered
-    } else if (in_core_.size() < static_cast<size_t>(env_.options->max_inflight)) {
+    } else if (in_core_.size() < CoreCapacity()) {
       // Every core input clears its Outputs: merge each start's own.
       StartInCore(front, &step);
       Merge(&step);

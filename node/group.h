@@ -94,6 +94,8 @@ class Group {
   // Answers `request` with Busy (queue wait exceeded) or Timeout (deadline
   // passed) and returns true, or returns false if it may still start.
   bool Expired(ProposalRequest* request, std::chrono::steady_clock::time_point now);
+  // How many requests the core holds at most; the rest wait in backlog_.
+  size_t CoreCapacity() const;
   void StartInCore(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
   // Answers expired waiting requests and starts as many as fit in the core;
   // merges the outputs into the current round.
@@ -143,7 +145,7 @@ class Group {
     uint64_t deadline_timer = 0;
   };
   std::unordered_map<uint64_t, InCore> in_core_;  // by core token
-  // Requests waiting for room in the core (in_core_ holds max_inflight).
+  // Requests waiting for room in the core (in_core_ holds CoreCapacity()).
   std::deque<std::shared_ptr<ProposalRequest>> backlog_;
   uint64_t backlog_timer_ = 0;  // GroupTimers handle of the expiry check, 0: none
   // Non-ok once the group halted (log write failed, checksum mismatch): it

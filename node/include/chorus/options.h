@@ -77,8 +77,9 @@ struct Options {
   // Overload protection, per group: proposals waiting (queued or in
   // flight) beyond this are rejected at once with Busy. Default 10000.
   int max_waiting_proposals = 10000;
-  // A proposal that waited in the queue longer than this before the group
-  // could start it is failed with Busy. Default 2000 ms.
+  // A group works on at most 2 x max_inflight proposals at once; the others
+  // wait, in arrival order. One that waited longer than this is failed with
+  // Busy (before its own propose_timeout_ms). Default 2000 ms.
   int max_queue_wait_ms = 2000;
 
   // ---- Protocol timeouts ----
