@@ -496,6 +496,18 @@ TEST_F(OptionsTest, StateMachinesOfSeveralGroups) {
 
 // ---- Stop, batch sizes and replay: edge cases ----
 
+// Options of a one-node cluster on a free port with its log under `dir`
+// and `sm` (if any) as group 0's state machine.
+Options SingleNodeOptions(const TempDir& dir, StateMachine* sm) {
+  Options o;
+  o.self = NodeInfo{"127.0.0.1", FreePort()};
+  o.nodes = {o.self};
+  o.data_dir = dir.path() + "/d";
+  if (sm != nullptr) o.state_machines = {{0, sm}};
+  o.log_level = LogLevel::kNone;
+  return o;
+}
+
 // Blocks Execute of values starting with "block" until released.
 class GateStateMachine : public StateMachine {
  public:
@@ -527,13 +539,8 @@ class GateStateMachine : public StateMachine {
 TEST(NodeEdgeTest, StopAnswersProposalsStillQueued) {
   TempDir dir;
   GateStateMachine sm;
-  Options o;
-  o.self = NodeInfo{"127.0.0.1", FreePort()};
-  o.nodes = {o.self};
-  o.data_dir = dir.path() + "/d";
-  o.state_machines = {{0, &sm}};
+  Options o = SingleNodeOptions(dir, &sm);
   o.propose_timeout_ms = 1000;
-  o.log_level = LogLevel::kNone;
   std::unique_ptr<Node> node;
   ASSERT_TRUE(Node::Open(o, &node).ok());
   std::thread a([&] { uint64_t i; node->Propose(0, "block", &i); });
@@ -555,13 +562,8 @@ TEST(NodeEdgeTest, StopAnswersProposalsStillQueued) {
 TEST(NodeEdgeTest, TwoValidValuesInOneBatchAreNotTooLarge) {
   TempDir dir;
   RecordingStateMachine sm;
-  Options o;
-  o.self = NodeInfo{"127.0.0.1", FreePort()};
-  o.nodes = {o.self};
-  o.data_dir = dir.path() + "/d";
-  o.state_machines = {{0, &sm}};
+  Options o = SingleNodeOptions(dir, &sm);
   o.batch_delay_ms = 300;  // both values go in one batch
-  o.log_level = LogLevel::kNone;
   std::unique_ptr<Node> node;
   ASSERT_TRUE(Node::Open(o, &node).ok());
   Status s1, s2;
@@ -584,11 +586,7 @@ class CheckpointStateMachine : public RecordingStateMachine {
 
 TEST(NodeEdgeTest, ReplayHonoursEachStateMachinesCheckpoint) {
   TempDir dir;
-  Options o;
-  o.self = NodeInfo{"127.0.0.1", FreePort()};
-  o.nodes = {o.self};
-  o.data_dir = dir.path() + "/d";
-  o.log_level = LogLevel::kNone;
+  Options o = SingleNodeOptions(dir, nullptr);
   {
     RecordingStateMachine sm1(1), sm2(2);
     o.state_machines = {{0, &sm1}, {0, &sm2}};
@@ -614,13 +612,8 @@ TEST(NodeEdgeTest, ReplayHonoursEachStateMachinesCheckpoint) {
 TEST(NodeEdgeTest, DestroyAfterStopWhileAProposalWasQueued) {
   TempDir dir;
   GateStateMachine sm;
-  Options o;
-  o.self = NodeInfo{"127.0.0.1", FreePort()};
-  o.nodes = {o.self};
-  o.data_dir = dir.path() + "/d";
-  o.state_machines = {{0, &sm}};
+  Options o = SingleNodeOptions(dir, &sm);
   o.propose_timeout_ms = 300;
-  o.log_level = LogLevel::kNone;
   std::unique_ptr<Node> node;
   ASSERT_TRUE(Node::Open(o, &node).ok());
   Node* raw = node.get();
@@ -666,11 +659,8 @@ TEST(NodeEdgeTest, FailedLogWriteHaltsTheGroupWithIOError) {
   TempDir dir;
   RecordingStateMachine sm;
   std::atomic<bool> fail{false};
-  Options o;
-  o.self = NodeInfo{"127.0.0.1", FreePort()};
-  o.nodes = {o.self};
-  o.state_machines = {{0, &sm}};
-  o.log_level = LogLevel::kNone;
+  Options o = SingleNodeOptions(dir, &sm);
+  o.data_dir.clear();  // the log comes from log_storage_factory
   o.log_storage_factory = [&](uint32_t group, std::unique_ptr<LogStorage>* out) {
     LevelDbLogOptions lo;
     lo.group = group;
@@ -715,12 +705,7 @@ class ReentrantStateMachine : public StateMachine {
 TEST(NodeEdgeTest, ProposeFromExecuteIsRefusedNotDeadlocked) {
   TempDir dir;
   ReentrantStateMachine sm;
-  Options o;
-  o.self = NodeInfo{"127.0.0.1", FreePort()};
-  o.nodes = {o.self};
-  o.data_dir = dir.path() + "/d";
-  o.state_machines = {{0, &sm}};
-  o.log_level = LogLevel::kNone;
+  Options o = SingleNodeOptions(dir, &sm);
   std::unique_ptr<Node> node;
   ASSERT_TRUE(Node::Open(o, &node).ok());
   sm.node = node.get();
