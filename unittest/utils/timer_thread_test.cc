@@ -174,16 +174,22 @@ void BlockUntil(void* arg) {
 // Holds the timer thread inside a callback for the scope's lifetime.
 class TimerThreadBlocker {
  public:
-  explicit TimerThreadBlocker(TimerThread* timer) {
+  explicit TimerThreadBlocker(TimerThread* timer) : timer_(timer) {
     id_ = timer->Schedule(&BlockUntil, &events_, Clock::now());
     EXPECT_NE(TimerThread::kInvalidTaskId, id_);
     EXPECT_TRUE(events_.first.WaitFor(kEventually));
   }
-  ~TimerThreadBlocker() { Release(); }
+  // Lets the callback return and waits until it did: events_ must outlive
+  // its last use on the timer thread (Unschedule is 1 while it runs).
+  ~TimerThreadBlocker() {
+    Release();
+    while (timer_->Unschedule(id_) == 1) std::this_thread::yield();
+  }
   void Release() { events_.second.Set(); }
   TimerThread::TaskId id() const { return id_; }
 
  private:
+  TimerThread* const timer_;
   std::pair<Event, Event> events_;
   TimerThread::TaskId id_;
 };
