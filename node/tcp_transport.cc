@@ -23,7 +23,13 @@
 // a member) as soon as it is complete, before any of its payload is read, and
 // the crc32c once the payload is in, before the receiver sees the frame. A
 // bad frame is counted and closes its connection; other connections are
-// unaffected.
+// unaffected. An incoming connection must deliver one header that passes
+// those checks within header_timeout_ms of its accept, or it is closed (a
+// silent non-member must not hold a slot of the cap forever); once one has
+// passed it is exempt. There is no timer per connection: each records its
+// accept time and whether a header passed, and the loop scans the incoming
+// connections when the earliest deadline is due (at most every quarter of
+// the timeout, and not at all while every connection has passed).
 //
 // Resource failures are survived, not fatal: accept() failing for lack of
 // descriptors or memory takes the listening socket out of epoll for
@@ -108,12 +114,21 @@ struct Peer {
   Clock::time_point connected_at;      // kConnected: since when
 };
 
-// An accepted connection.
+// An accepted connection. Held by unique_ptr and never moved: the decoder's
+// check captures `this`.
 struct Incoming {
   int fd;
+  Clock::time_point accepted_at;
+  bool header_passed = false;  // one header passed the identity checks
   FrameDecoder decoder;
-  Incoming(int f, uint32_t max, FrameDecoder::HeaderCheck check)
-      : fd(f), decoder(max, std::move(check)) {}
+  Incoming(int f, Clock::time_point at, uint32_t max, FrameDecoder::HeaderCheck check)
+      : fd(f),
+        accepted_at(at),
+        decoder(max, [this, check = std::move(check)](uint64_t cluster_id, uint64_t sender) {
+          Status s = check(cluster_id, sender);
+          if (s.ok()) header_passed = true;
+          return s;
+        }) {}
 };
 
 class TcpTransportImpl : public TcpTransport {
@@ -251,6 +266,8 @@ class TcpTransportImpl : public TcpTransport {
     s.connections_closed_epoll_error = closed_epoll_error_.load(std::memory_order_relaxed);
     s.connect_timeouts = connect_timeouts_.load(std::memory_order_relaxed);
     s.connections_timed_out = timed_out_.load(std::memory_order_relaxed);
+    s.connections_closed_header_timeout =
+        closed_header_timeout_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -297,7 +314,8 @@ class TcpTransportImpl : public TcpTransport {
     epoll_event events[kMaxEvents];
     read_buf_.reset(new char[kReadChunk]);
     while (!stop_.load(std::memory_order_acquire)) {
-      const int timeout_ms = MinTimeout(ServicePeers(), ServiceAcceptPause());
+      const int timeout_ms = MinTimeout(MinTimeout(ServicePeers(), ServiceAcceptPause()),
+                                        ServiceHeaderTimeouts());
       const int n = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -403,6 +421,43 @@ class TcpTransportImpl : public TcpTransport {
     }
     accept_paused_ = false;
     return -1;
+  }
+
+  // Closes the incoming connections that did not pass a header within
+  // header_timeout_ms of their accept, when the scan is due. Returns the
+  // epoll timeout until the next scan, or -1 when none is needed (the
+  // timeout is off, or every open connection has passed a header).
+  int ServiceHeaderTimeouts() {
+    if (!header_scan_armed_) return -1;
+    const Clock::time_point now = Clock::now();
+    if (now < next_header_scan_) return MsUntil(now, next_header_scan_);
+    const auto timeout = std::chrono::milliseconds(options_.header_timeout_ms);
+    bool pending = false;
+    Clock::time_point earliest;
+    for (auto it = incoming_.begin(); it != incoming_.end();) {
+      Incoming* conn = it->second.get();
+      if (conn->header_passed) {
+        ++it;
+        continue;
+      }
+      const Clock::time_point deadline = conn->accepted_at + timeout;
+      if (deadline <= now) {
+        // Counted before the close, which the client can see at once.
+        closed_header_timeout_.fetch_add(1, std::memory_order_relaxed);
+        close(conn->fd);  // also removes it from the epoll set
+        it = incoming_.erase(it);
+        continue;
+      }
+      if (!pending || deadline < earliest) earliest = deadline;
+      pending = true;
+      ++it;
+    }
+    header_scan_armed_ = pending;
+    if (!pending) return -1;
+    // Coarse: a burst of accepts is handled by one scan, not one each.
+    const auto min_interval = std::max(timeout / 4, std::chrono::milliseconds(1));
+    next_header_scan_ = std::max(earliest, now + min_interval);
+    return MsUntil(now, next_header_scan_);
   }
 
   // Stops watching the listening socket for kAcceptPauseMs: with no
@@ -622,7 +677,14 @@ class TcpTransportImpl : public TcpTransport {
         close(fd);
         continue;
       }
-      incoming_[id] = std::make_unique<Incoming>(fd, options_.max_frame_bytes, header_check_);
+      const Clock::time_point now = Clock::now();
+      incoming_[id] =
+          std::make_unique<Incoming>(fd, now, options_.max_frame_bytes, header_check_);
+      if (options_.header_timeout_ms > 0 && !header_scan_armed_) {
+        // An armed scan is due no later than this connection's deadline.
+        header_scan_armed_ = true;
+        next_header_scan_ = now + std::chrono::milliseconds(options_.header_timeout_ms);
+      }
     }
   }
 
@@ -700,6 +762,10 @@ class TcpTransportImpl : public TcpTransport {
   uint64_t next_incoming_id_ = 0;
   bool accept_paused_ = false;            // listen_fd_ is out of epoll until...
   Clock::time_point accept_resume_at_;    // ...this time
+  // Some incoming connection has not passed a header (header_timeout_ms > 0):
+  // ServiceHeaderTimeouts scans incoming_ at next_header_scan_.
+  bool header_scan_armed_ = false;
+  Clock::time_point next_header_scan_;
   std::unique_ptr<char[]> read_buf_;
 
   std::atomic<uint64_t> frames_sent_{0};
@@ -715,6 +781,7 @@ class TcpTransportImpl : public TcpTransport {
   std::atomic<uint64_t> closed_epoll_error_{0};
   std::atomic<uint64_t> connect_timeouts_{0};
   std::atomic<uint64_t> timed_out_{0};
+  std::atomic<uint64_t> closed_header_timeout_{0};
 };
 
 Status ValidateOptions(const TcpTransportOptions& o) {
@@ -752,6 +819,10 @@ Status ValidateOptions(const TcpTransportOptions& o) {
   if (o.dead_peer_timeout_ms < 0) {
     return Status::InvalidArgument("dead_peer_timeout_ms must be >= 0 (got " +
                                    std::to_string(o.dead_peer_timeout_ms) + ")");
+  }
+  if (o.header_timeout_ms < 0) {
+    return Status::InvalidArgument("header_timeout_ms must be >= 0 (got " +
+                                   std::to_string(o.header_timeout_ms) + ")");
   }
   if (o.max_incoming_connections < 0) {
     return Status::InvalidArgument("max_incoming_connections must be >= 0 (got " +

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -402,6 +403,9 @@ TEST_F(TcpTransportTest, InvalidOptionsAreRejected) {
   o = OptionsFor(0);
   o.max_frame_bytes = 0;
   EXPECT_TRUE(NewTcpTransport(o, &t).IsInvalidArgument());
+  o = OptionsFor(0);
+  o.header_timeout_ms = -1;
+  EXPECT_TRUE(NewTcpTransport(o, &t).IsInvalidArgument());
   EXPECT_EQ(nullptr, t);
 }
 
@@ -535,6 +539,65 @@ TEST_F(TcpTransportTest, IncomingConnectionsAreCapped) {
   }
   EXPECT_TRUE(served);
   close(raw[1]);
+  EXPECT_EQ(0u, b->stats().connections_closed_on_error);
+}
+
+TEST_F(TcpTransportTest, ConnectionsWithoutAHeaderTimeOutAndFreeTheirSlots) {
+  MakeNodes(2);
+  Inbox inbox_b;
+  TcpTransportOptions o = OptionsFor(1);
+  o.max_incoming_connections = 2;
+  o.header_timeout_ms = 200;
+  auto b = Make(o);
+  ASSERT_TRUE(b->Start(inbox_b.receiver()).ok());
+  // Two connections fill the cap without ever completing a header: one
+  // silent, one with a few bytes of a valid header.
+  int silent = RawConnect(1);
+  int partial = RawConnect(1);
+  WriteAll(partial, EncodeFrame(kCluster, nodes_[0].id(), "x").substr(0, 5));
+  // The node closes both (ClosedByPeer waits up to kDeadline).
+  EXPECT_TRUE(ClosedByPeer(silent));
+  EXPECT_TRUE(ClosedByPeer(partial));
+  close(silent);
+  close(partial);
+  // Counted before the close, so already visible.
+  EXPECT_EQ(2u, b->stats().connections_closed_header_timeout);
+  // Their slots are free: a real member connects and delivers.
+  Inbox inbox_a;
+  auto a = Make(OptionsFor(0));
+  ASSERT_TRUE(a->Start(inbox_a.receiver()).ok());
+  ExpectLinkWorks(a.get(), &inbox_b, 1, "after-timeout");
+  TransportStats s = b->stats();
+  EXPECT_EQ(0u, s.connections_rejected_over_limit);
+  EXPECT_EQ(0u, s.connections_closed_on_error);
+  EXPECT_EQ(2u, s.connections_closed_header_timeout);
+}
+
+TEST_F(TcpTransportTest, AConnectionThatPassedAHeaderMayStayIdle) {
+  MakeNodes(2);
+  Inbox inbox;
+  TcpTransportOptions o = OptionsFor(1);
+  o.header_timeout_ms = 200;
+  auto b = Make(o);
+  ASSERT_TRUE(b->Start(inbox.receiver()).ok());
+  // A member's connection delivers one frame, then stays idle.
+  int member = RawConnect(1);
+  WriteAll(member, EncodeFrame(kCluster, nodes_[0].id(), "first"));
+  ASSERT_TRUE(WaitUntil([&] { return inbox.Contains("first"); }));
+  // A silent connection accepted after it: once the node closed this one,
+  // the member's deadline (earlier) has passed too, and a scan has run.
+  int silent = RawConnect(1);
+  EXPECT_TRUE(ClosedByPeer(silent));
+  close(silent);
+  EXPECT_EQ(1u, b->stats().connections_closed_header_timeout);
+  // The member's connection is still open: no EOF to read...
+  pollfd p{member, POLLIN, 0};
+  EXPECT_EQ(0, poll(&p, 1, 100));
+  // ...and it still delivers.
+  WriteAll(member, EncodeFrame(kCluster, nodes_[0].id(), "second"));
+  EXPECT_TRUE(WaitUntil([&] { return inbox.Contains("second"); }));
+  close(member);
+  EXPECT_EQ(1u, b->stats().connections_closed_header_timeout);
   EXPECT_EQ(0u, b->stats().connections_closed_on_error);
 }
 

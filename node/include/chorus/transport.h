@@ -89,6 +89,14 @@ struct TcpTransportOptions {
   // Accepted connections open at once; further ones are accepted and closed
   // at once (and counted). 0 (the default) means 4 * nodes.size() + 16.
   int max_incoming_connections = 0;
+  // An accepted connection that has not delivered a complete frame header
+  // that passed the identity checks (cluster id, sender is a member) within
+  // this long after it was accepted is closed and counted, so silent or
+  // stalled non-members cannot hold max_incoming_connections slots forever.
+  // A connection is exempt once one header passed (it is then a member's and
+  // may stay idle). Checked by a coarse periodic scan: a connection may stay
+  // up to about a quarter of this longer. Default 5 s; 0 turns it off.
+  int header_timeout_ms = 5000;
   // Bytes queued for one peer before further sends to it are dropped (the
   // peer is slow or down; the protocol retries). Default 64 MiB.
   size_t max_queued_bytes_per_peer = 64u << 20;
@@ -120,6 +128,9 @@ struct TransportStats {
   // Connections broken by the dead-peer detection (ETIMEDOUT: keepalive
   // probes or TCP_USER_TIMEOUT expired).
   uint64_t connections_timed_out = 0;
+  // Incoming connections closed because no verified frame header arrived
+  // within header_timeout_ms of their accept.
+  uint64_t connections_closed_header_timeout = 0;
 };
 
 class TcpTransport : public Transport {
