@@ -652,6 +652,13 @@ class NoFreeFds {
   std::vector<int> dups_;
 };
 
+// Reads accept_failures while the test holds every file descriptor.
+// UBSan's vptr check probes memory through a pipe, which cannot be created
+// then, so it would report every virtual call as a bad object: skip it here.
+__attribute__((no_sanitize("vptr"))) uint64_t AcceptFailures(TcpTransport* t) {
+  return t->stats().accept_failures;
+}
+
 TEST_F(TcpTransportTest, AcceptWithoutFreeDescriptorsPausesInsteadOfSpinning) {
   MakeNodes(2);
   Inbox inbox;
@@ -666,11 +673,11 @@ TEST_F(TcpTransportTest, AcceptWithoutFreeDescriptorsPausesInsteadOfSpinning) {
     NoFreeFds no_fds(raw);
     ASSERT_EQ(-1, dup(raw));  // really none left
     ASSERT_EQ(0, connect(raw, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
-    ASSERT_TRUE(WaitUntil([&] { return b->stats().accept_failures >= 1; }));
+    ASSERT_TRUE(WaitUntil([&] { return AcceptFailures(b.get()) >= 1; }));
     // Still out of descriptors for a while: a spinning loop would count
     // thousands of failures; a pausing one a handful (fewer when loaded).
     std::this_thread::sleep_for(milliseconds(300));
-    EXPECT_LT(b->stats().accept_failures, 20u);
+    EXPECT_LT(AcceptFailures(b.get()), 20u);
   }
   // Descriptors are back: the waiting connection is accepted and served.
   WriteAll(raw, EncodeFrame(kCluster, nodes_[0].id(), "after-emfile"));
