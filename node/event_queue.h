@@ -41,9 +41,19 @@ class EventQueue {
   bool Push(Event event) {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return false;
-    events_.push_back(std::move(event));
-    // Wake only a sleeping consumer: a busy loop sees the event on its next take.
-    if (consumer_waiting_) cv_.notify_one();
+    PushLocked(std::move(event));
+    return true;
+  }
+
+  // Appends a peer's message unless the messages already queued hold
+  // `max_bytes` or more (a flood while the loop waits on a slow disk):
+  // then it is dropped and false returned. Dropping a message is always
+  // safe: the protocol tolerates loss and retries.
+  bool PushMessage(Event event, size_t max_bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_ || message_bytes_ >= max_bytes) return false;
+    message_bytes_ += event.bytes.size();
+    PushLocked(std::move(event));
     return true;
   }
 
@@ -61,8 +71,12 @@ class EventQueue {
     if (events_.size() <= max) {
       out->swap(events_);
       events_.clear();
+      message_bytes_ = 0;
     } else {
       for (size_t i = 0; i < max; ++i) {
+        if (events_.front().kind == Event::Kind::kMessage) {
+          message_bytes_ -= events_.front().bytes.size();
+        }
         out->push_back(std::move(events_.front()));
         events_.pop_front();
       }
@@ -77,15 +91,23 @@ class EventQueue {
     closed_ = true;
     if (dropped != nullptr) dropped->swap(events_);
     events_.clear();
+    message_bytes_ = 0;
     cv_.notify_all();
   }
 
  private:
+  void PushLocked(Event event) {
+    events_.push_back(std::move(event));
+    // Wake only a sleeping consumer: a busy loop sees the event on its next take.
+    if (consumer_waiting_) cv_.notify_one();
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Event> events_;       // GUARDED_BY(mu_)
   bool closed_ = false;            // GUARDED_BY(mu_)
   bool consumer_waiting_ = false;  // GUARDED_BY(mu_)
+  size_t message_bytes_ = 0;       // GUARDED_BY(mu_): bytes of queued kMessage events
 };
 
 }  // namespace chorus

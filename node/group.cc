@@ -136,7 +136,10 @@ void Group::PostMessage(std::string bytes) {
   Event event;
   event.kind = Event::Kind::kMessage;
   event.bytes = std::move(bytes);
-  queue_->Push(std::move(event));
+  if (!queue_->PushMessage(std::move(event), env_.options->max_inbound_queue_bytes) &&
+      !stopped_.load(std::memory_order_relaxed)) {
+    dropped_messages_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 Status Group::ResolveStateMachine(const ExecuteContext* ctx, int* id) const {

@@ -66,7 +66,10 @@ class Group {
   void Stop();
 
   // Thread-safe. A paxos message from a peer (the group prefix removed).
+  // Dropped (and counted) when the messages already queued hold
+  // Options::max_inbound_queue_bytes.
   void PostMessage(std::string bytes);
+  uint64_t dropped_messages() const { return dropped_messages_.load(std::memory_order_relaxed); }
 
   // Thread-safe. Proposes and waits; see Node::Propose / BatchPropose.
   Status Propose(const std::string& value, ExecuteContext* ctx, bool batch,
@@ -128,6 +131,7 @@ class Group {
   std::atomic<bool> stopped_{false};
   // Proposers waiting for an answer (queued, in flight or executing).
   std::atomic<int> waiting_{0};
+  std::atomic<uint64_t> dropped_messages_{0};  // inbound queue full
   // The next instance the state machines execute (written by the loop).
   std::atomic<uint64_t> next_execute_{0};
   // The loop thread, so that Propose from inside Execute is refused instead

@@ -47,6 +47,10 @@ Status ValidateOptions(const Options& o) {
     return Invalid("batch_delay_ms must be >= 0 and below propose_timeout_ms, got " +
                    std::to_string(o.batch_delay_ms));
   }
+  if (o.max_inbound_queue_bytes < o.max_frame_bytes) {
+    return Invalid("max_inbound_queue_bytes (" + std::to_string(o.max_inbound_queue_bytes) +
+                   ") must be at least max_frame_bytes (" + std::to_string(o.max_frame_bytes) + ")");
+  }
   // Every message the protocol sends must fit in a frame: its largest is a
   // function of the value size limits, the window and the catch-up batch
   // (paxos::CoreOptions::MaxMessageBytes).

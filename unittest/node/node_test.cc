@@ -452,6 +452,10 @@ TEST_F(OptionsTest, EveryInvalidOptionGetsItsStatus) {
   o = Valid();
   o.max_inflight = 1 << 21;  // beyond what the acceptance window may hold
   EXPECT_TRUE(Open(o).IsInvalidArgument());
+
+  o = Valid();
+  o.max_inbound_queue_bytes = o.max_frame_bytes - 1;
+  EXPECT_TRUE(Open(o).IsInvalidArgument());
 }
 
 TEST_F(OptionsTest, UnwritableDataDirIsRefused) {

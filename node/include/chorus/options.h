@@ -61,6 +61,11 @@ struct Options {
   Transport* transport = nullptr;
   // Largest frame the TCP transport accepts. Default 64 MiB.
   uint32_t max_frame_bytes = 64u << 20;
+  // Bytes of peers' messages a group queues while its loop is busy (e.g.
+  // waiting on a slow disk); beyond it incoming messages are dropped, which
+  // the protocol tolerates (it retries). Default 256 MiB; must be at least
+  // max_frame_bytes so that one largest message always fits.
+  size_t max_inbound_queue_bytes = 256u << 20;
 
   // ---- Proposals ----
   // How long Propose waits for its value to be chosen and executed before
