@@ -119,6 +119,18 @@ class TcpTransportTest : public ::testing::Test {
     ssize_t n = read(fd, &c, 1);
     return n == 0 || (n < 0 && errno == ECONNRESET);
   }
+  // Creates transports 0 and 1 from `oa` and `ob`, starts them delivering
+  // into the inboxes, and proves the link 0 -> 1 works (probe tag `tag`).
+  void StartLinkedPair(const TcpTransportOptions& oa, const TcpTransportOptions& ob,
+                       Inbox* inbox_a, Inbox* inbox_b, std::unique_ptr<TcpTransport>* a,
+                       std::unique_ptr<TcpTransport>* b, const std::string& tag) {
+    *a = Make(oa);
+    *b = Make(ob);
+    ASSERT_TRUE(*a && *b);
+    ASSERT_TRUE((*a)->Start(inbox_a->receiver()).ok());
+    ASSERT_TRUE((*b)->Start(inbox_b->receiver()).ok());
+    ExpectLinkWorks(a->get(), inbox_b, 1, tag);
+  }
   // Sends from a to b until b received a message, proving the link works.
   void ExpectLinkWorks(TcpTransport* a, Inbox* inbox_b, int b, const std::string& tag) {
     int i = 0;
@@ -252,11 +264,9 @@ TEST_F(TcpTransportTest, QueueForADownPeerIsBounded) {
 TEST_F(TcpTransportTest, GarbageIsDroppedAndTheNodeKeepsWorking) {
   MakeNodes(2);
   Inbox inbox_a, inbox_b;
-  auto a = Make(OptionsFor(0));
-  auto b = Make(OptionsFor(1));
-  ASSERT_TRUE(a->Start(inbox_a.receiver()).ok());
-  ASSERT_TRUE(b->Start(inbox_b.receiver()).ok());
-  ExpectLinkWorks(a.get(), &inbox_b, 1, "before");
+  std::unique_ptr<TcpTransport> a, b;
+  ASSERT_NO_FATAL_FAILURE(
+      StartLinkedPair(OptionsFor(0), OptionsFor(1), &inbox_a, &inbox_b, &a, &b, "before"));
   const size_t received_before = inbox_b.size();
 
   // Random bytes.
@@ -604,11 +614,9 @@ TEST_F(TcpTransportTest, AConnectionThatPassedAHeaderMayStayIdle) {
 TEST_F(TcpTransportTest, FailedEpollRegistrationClosesOnlyThatConnection) {
   MakeNodes(2);
   Inbox inbox_a, inbox_b;
-  auto a = Make(OptionsFor(0));
-  auto b = Make(OptionsFor(1));
-  ASSERT_TRUE(a->Start(inbox_a.receiver()).ok());
-  ASSERT_TRUE(b->Start(inbox_b.receiver()).ok());
-  ExpectLinkWorks(a.get(), &inbox_b, 1, "before");
+  std::unique_ptr<TcpTransport> a, b;
+  ASSERT_NO_FATAL_FAILURE(
+      StartLinkedPair(OptionsFor(0), OptionsFor(1), &inbox_a, &inbox_b, &a, &b, "before"));
   tcp_transport_testing::FailIncomingEpollAdds(1);
   int raw = RawConnect(1);
   EXPECT_TRUE(ClosedByPeer(raw));
@@ -714,11 +722,8 @@ TEST_F(TcpTransportTest, EverySocketDetectsDeadPeers) {
   Inbox inbox_a, inbox_b;
   TcpTransportOptions oa = OptionsFor(0), ob = OptionsFor(1);
   oa.dead_peer_timeout_ms = ob.dead_peer_timeout_ms = 6000;
-  auto a = Make(oa);
-  auto b = Make(ob);
-  ASSERT_TRUE(a->Start(inbox_a.receiver()).ok());
-  ASSERT_TRUE(b->Start(inbox_b.receiver()).ok());
-  ExpectLinkWorks(a.get(), &inbox_b, 1, "a-to-b");
+  std::unique_ptr<TcpTransport> a, b;
+  ASSERT_NO_FATAL_FAILURE(StartLinkedPair(oa, ob, &inbox_a, &inbox_b, &a, &b, "a-to-b"));
   // a's outgoing socket to b, b's accepted socket from a, and b's listener.
   std::vector<int> to_b = SocketsWithPort(nodes_[1].port, /*local=*/false);
   std::vector<int> at_b = SocketsWithPort(nodes_[1].port, /*local=*/true);
