@@ -235,14 +235,7 @@ TEST(BoundsTest, TruncatedPromisesStillRecoverEveryAcceptedValue) {
   ASSERT_TRUE(h.Propose(0, 1, "first").ok());
   h.Pump();
   for (uint64_t t = 2; t < 2 + 7; ++t) ASSERT_TRUE(h.Propose(0, t, "p" + std::to_string(t)).ok());
-  while (!h.net().empty()) {  // only node 2 hears the ACCEPTs; replies lost
-    auto m = h.net().front();
-    h.net().pop_front();
-    if (m.first != 2) continue;
-    Outputs out;
-    ASSERT_TRUE(h.core(2)->OnMessage(m.second, &out).ok());
-    h.node(2).log.Write(out.persist, out.sync);
-  }
+  ASSERT_NO_FATAL_FAILURE(h.DeliverOnlyTo(2));  // only node 2 hears the ACCEPTs; replies lost
   h.Isolate(0);
   ASSERT_TRUE(h.Propose(1, 100, "new").ok());
   for (int round = 0; round < 50 && h.core(1)->chosen_end() < 9; ++round) {
@@ -275,14 +268,7 @@ TEST(BoundsTest, PromiseFitsMaxMessageBytesWithBigValues) {
   h.Pump();
   const std::string big((1u << 20) + 4096, 'x');
   for (uint64_t t = 2; t < 2 + 64; ++t) ASSERT_TRUE(h.Propose(0, t, big).ok());
-  while (!h.net().empty()) {
-    auto m = h.net().front();
-    h.net().pop_front();
-    if (m.first != 2) continue;
-    Outputs out;
-    ASSERT_TRUE(h.core(2)->OnMessage(m.second, &out).ok());
-    h.node(2).log.Write(out.persist, out.sync);
-  }
+  ASSERT_NO_FATAL_FAILURE(h.DeliverOnlyTo(2));
   Outputs out;
   PaxosMsg p = Msg(PREPARE, 1, Ballot(7, 2), 2);
   ASSERT_TRUE(h.core(2)->OnMessage(p.SerializeAsString(), &out).ok());

@@ -111,6 +111,21 @@ class Harness {
     return s;
   }
 
+  // Node `to` handles (and persists) every queued message addressed to it,
+  // but its replies are lost; messages to the other nodes are dropped.
+  void DeliverOnlyTo(int to) {
+    while (!net_.empty()) {
+      auto m = std::move(net_.front());
+      net_.pop_front();
+      if (m.first != to) continue;
+      Outputs out;
+      EXPECT_TRUE(core(to)->OnMessage(m.second, &out).ok());
+      if (!out.persist.empty()) {
+        EXPECT_TRUE(node(to).log.Write(out.persist, out.sync).ok());
+      }
+    }
+  }
+
   // Delivers queued messages until the network is empty (or `max` of them).
   void Pump(size_t max = 100000) {
     while (!net_.empty() && max-- > 0) {
