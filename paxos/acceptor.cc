@@ -16,15 +16,26 @@ Ballot Acceptor::AcceptedBallot(uint64_t instance) const {
   return it == accepted_.end() ? Ballot() : it->second.ballot;
 }
 
-void Acceptor::Promise(const Ballot& b) {
+void Acceptor::Promise(const Ballot& b, bool by_accept) {
   if (b == promised_) return;
   promised_ = b;
-  // The mutation "forget_promise" skips exactly this write: a restart then
-  // loses the promise, which the simulation must catch.
-  if (ctx_->options().test_mutation == TestMutation::kForgetPromise) return;
+  // The mutations skip exactly this write: a restart then loses the promise,
+  // which the simulation must catch.
+  if (ctx_->Mutated(by_accept ? TestMutation::kAcceptPromiseNotPersisted
+                              : TestMutation::kForgetPromise)) {
+    return;
+  }
   BallotPb pb;
   b.ToPb(&pb);
   ctx_->PersistVariable(kPromiseVariable, pb.SerializeAsString());
+}
+
+bool Acceptor::DropFromPromise(uint64_t from_instance, uint64_t instance, bool chosen) const {
+  if (ctx_->Mutated(TestMutation::kPromiseDropsChosen)) return chosen;
+  if (ctx_->Mutated(TestMutation::kPromiseDropsFar)) {
+    return instance >= from_instance + ctx_->options().max_inflight;
+  }
+  return false;
 }
 
 void Acceptor::Reject(const PaxosMsg& msg, MsgType type) {
@@ -43,7 +54,7 @@ void Acceptor::OnPrepare(const PaxosMsg& msg) {
     Reject(msg, PREPARE_REJECT);
     return;
   }
-  Promise(b);
+  Promise(b, /*by_accept=*/false);
   PaxosMsg reply;
   reply.set_type(PROMISE);
   reply.set_instance(from_instance);
@@ -62,8 +73,20 @@ void Acceptor::OnPrepare(const PaxosMsg& msg) {
       continue;
     }
     const uint64_t instance = chosen ? p->first : a->first;
+    if (DropFromPromise(from_instance, instance, chosen)) {
+      if (chosen) {
+        ++p;
+      } else {
+        ++a;
+      }
+      continue;
+    }
     const std::string& value = chosen ? p->second : a->second.value;
-    if (reply.accepted_size() > 0 && bytes + value.size() > budget) {
+    // At most `window` entries: after a restart with a smaller window this
+    // acceptor may hold votes beyond it, and MaxMessageBytes() counts
+    // `window` entries.
+    const size_t entries = static_cast<size_t>(reply.accepted_size());
+    if (entries > 0 && (bytes + value.size() > budget || entries >= ctx_->options().window)) {
       reply.set_reported_end(instance);  // the rest does not fit
       ctx_->stats()->truncated_promises++;
       break;
@@ -79,6 +102,10 @@ void Acceptor::OnPrepare(const PaxosMsg& msg) {
       a->second.ballot.ToPb(e->mutable_ballot());
       ++a;
     }
+  }
+  if (ctx_->Mutated(TestMutation::kPromiseDropsLast) && reply.reported_end() == 0 &&
+      reply.accepted_size() > 0) {
+    reply.mutable_accepted()->RemoveLast();
   }
   ctx_->Send(msg.from(), &reply);
 }
@@ -99,7 +126,7 @@ void Acceptor::OnAccept(const PaxosMsg& msg) {
     return;
   }
   const Ballot b = Ballot::FromPb(msg.ballot());
-  const bool lower_ok = ctx_->options().test_mutation == TestMutation::kAcceptLowerBallot;
+  const bool lower_ok = ctx_->Mutated(TestMutation::kAcceptLowerBallot);
   if (b < promised_ && !lower_ok) {
     Reject(msg, ACCEPT_REJECT);
     return;
@@ -111,12 +138,14 @@ void Acceptor::OnAccept(const PaxosMsg& msg) {
     learner_->NotePeer(msg.from(), msg.chosen_end(), /*urgent=*/true);
     return;
   }
-  if (b > promised_) Promise(b);
+  if (b > promised_) Promise(b, /*by_accept=*/true);
   accepted_[instance] = Accepted{b, msg.value()};
   InstanceRecord rec;
   b.ToPb(rec.mutable_accepted_ballot());
   rec.set_value(msg.value());
-  ctx_->PersistRecord(instance, rec.SerializeAsString());
+  if (!ctx_->Mutated(TestMutation::kAcceptNotPersisted)) {
+    ctx_->PersistRecord(instance, rec.SerializeAsString(), /*vote=*/true);
+  }
   PaxosMsg reply;
   reply.set_type(ACCEPTED);
   reply.set_instance(instance);

@@ -61,7 +61,10 @@ class Acceptor {
   Ballot AcceptedBallot(uint64_t instance) const;
 
  private:
-  void Promise(const Ballot& b);
+  // `by_accept`: implied by accepting a higher ballot (not a PREPARE).
+  void Promise(const Ballot& b, bool by_accept);
+  // Test mutations only: true when the PROMISE should leave out `instance`.
+  bool DropFromPromise(uint64_t from_instance, uint64_t instance, bool chosen) const;
   void Reject(const PaxosMsg& msg, MsgType type);
 
   CoreContext* const ctx_;

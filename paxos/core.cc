@@ -11,6 +11,8 @@
 namespace chorus {
 namespace paxos {
 
+const char kWindowVariable[] = "paxos.window";
+
 // ---- CoreContext ----
 
 CoreContext::CoreContext(const CoreOptions& options, LogStorage* log)
@@ -26,12 +28,14 @@ void CoreContext::Send(uint64_t to, PaxosMsg* msg) {
   if (to == kBroadcast || to == options_.self) local_.push_back(*msg);
 }
 
-void CoreContext::PersistRecord(uint64_t instance, std::string record) {
+void CoreContext::PersistRecord(uint64_t instance, std::string record, bool vote) {
   records_[instance] = std::move(record);
+  sync_ = sync_ || vote;
 }
 
 void CoreContext::PersistVariable(const std::string& name, std::string value) {
   variables_[name] = std::move(value);
+  sync_ = true;
 }
 
 void CoreContext::StartTimer(TimerKind kind, uint64_t delay_ms) {
@@ -75,7 +79,8 @@ void CoreContext::EndStep() {
   for (auto& kv : variables_) out_->persist.variables.emplace_back(kv.first, std::move(kv.second));
   records_.clear();
   variables_.clear();
-  out_->sync = !out_->persist.empty();
+  out_->sync = sync_ && !Mutated(TestMutation::kUnsyncedWrites);
+  sync_ = false;
   out_ = nullptr;
 }
 
@@ -84,6 +89,19 @@ void CoreContext::EndStep() {
 namespace {
 
 bool ValidBallot(const BallotPb& b) { return b.number() <= kMaxBallotNumber; }
+
+// Parses a decimal window in [1, kMaxWindow].
+bool ParseWindow(const std::string& s, uint64_t* window) {
+  if (s.empty() || s.size() > 8) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v == 0 || v > kMaxWindow) return false;
+  *window = v;
+  return true;
+}
 
 // An envelope this core could have proposed: the header plus at most
 // max_value_bytes of data (`check_size`: the size limit applies too).
@@ -168,23 +186,27 @@ Status Core::Recover() {
   }
   uint64_t min = 0, max = 0;
   s = log->GetMinInstanceId(&min);
-  if (s.IsNotFound()) {
+  const bool log_empty = s.IsNotFound();
+  if (!log_empty && !s.ok()) return s;
+  s = RecoverWindow(log_empty);
+  if (!s.ok() || log_empty) {
     proposer_->NoteBallot(acceptor_->promised());
-    return Status::OK();
+    return s;
   }
-  if (!s.ok()) return s;
   s = log->GetMaxInstanceId(&max);
   if (!s.ok()) return s;
   if (min > max || min >= kMaxInstanceId) {
     return Status::Corruption("paxos log: a record at instance " + std::to_string(min) +
                               ", an id this core never uses");
   }
-  // Records exist only below chosen_end + window: the acceptor never accepts
-  // and the learner never learns beyond it, and the chosen prefix is durable
-  // no later than any record above it. So the scan ends there (never at
-  // max, which a hostile or broken log may put at 2^64 - 1), and a record
-  // beyond it is Corruption rather than hours of probing empty ids.
-  const uint64_t window = ctx_.options().window;
+  // Records exist only below chosen_end + W (W: the largest window this log
+  // was written under): the acceptor never accepts and the learner never
+  // learns beyond it, and the chosen prefix is durable no later than any
+  // record above it. So the scan ends there (never at max, which a hostile
+  // or broken log may put at 2^64 - 1), and a record beyond it is Corruption
+  // rather than hours of probing empty ids.
+  const uint64_t window = recovery_window_;
+  uint64_t highest = 0;
   for (uint64_t i = min;; ++i) {
     const uint64_t limit = std::max(learner_->chosen_end(), min) + window;
     if (i >= limit) {
@@ -192,7 +214,7 @@ Status Core::Recover() {
           "paxos log: a record at instance " + std::to_string(max) +
           " lies at or beyond chosen_end " + std::to_string(learner_->chosen_end()) +
           " + window " + std::to_string(window) +
-          ", where this core never writes (was CoreOptions.window lowered?)");
+          " (the largest this log was written under), where the core never writes");
     }
     s = log->Get(i, &bytes);
     if (s.IsNotFound()) {
@@ -223,11 +245,40 @@ Status Core::Recover() {
         return Status::Corruption("paxos log: instance " + std::to_string(i) +
                                   " is below the chosen prefix but not chosen");
       }
-      acceptor_->RestoreAccepted(i, b, rec.value());
+      if (!ctx_.Mutated(TestMutation::kAcceptedNotRecovered)) {
+        acceptor_->RestoreAccepted(i, b, rec.value());
+      }
     }
+    highest = i;
     if (i == max) break;
   }
   proposer_->NoteBallot(acceptor_->promised());
+  // Lower the recorded window to ours once no record lies beyond ours.
+  const uint64_t own = ctx_.options().window;
+  if (recovery_window_ > own && highest < learner_->chosen_end() + own) {
+    window_to_persist_ = std::to_string(own);
+  }
+  return Status::OK();
+}
+
+Status Core::RecoverWindow(bool log_empty) {
+  const uint64_t own = ctx_.options().window;
+  std::string bytes;
+  Status s = ctx_.log()->GetVariable(kWindowVariable, &bytes);
+  uint64_t recorded = 0;
+  if (s.ok()) {
+    if (!ParseWindow(bytes, &recorded)) {
+      return Status::Corruption("paxos log: the window variable does not parse");
+    }
+  } else if (!s.IsNotFound()) {
+    return Status::Corruption("paxos log: reading the window: " + s.ToString());
+  } else if (!log_empty) {
+    recorded = kMaxWindow;  // a log that predates the variable: any window
+  }
+  recovery_window_ = std::max(own, recorded);
+  // Raised: record it. Lowered: record it once no vote lies beyond it (an
+  // empty log has none; Recover checks the others).
+  if (own > recorded || (log_empty && own < recorded)) window_to_persist_ = std::to_string(own);
   return Status::OK();
 }
 
@@ -243,6 +294,12 @@ void Core::Drain() {
 
 void Core::Start(Outputs* out) {
   ctx_.BeginStep(out);
+  // Recorded before anything is accepted under a larger window: this write
+  // is the first of the round, so it is durable no later than those votes.
+  if (!window_to_persist_.empty()) {
+    ctx_.PersistVariable(kWindowVariable, std::move(window_to_persist_));
+    window_to_persist_.clear();
+  }
   learner_->Start();
   Finish();
 }

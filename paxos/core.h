@@ -69,6 +69,12 @@ class Acceptor;
 class Learner;
 class Proposer;
 
+// Name of the LogStorage variable that holds the largest acceptance window
+// this log was written under (decimal). Recovery scans that far beyond the
+// chosen prefix, so lowering CoreOptions::window across a restart loses no
+// vote cast under the larger one.
+extern const char kWindowVariable[];
+
 // Counters, for tests and metrics.
 struct CoreStats {
   uint64_t garbage_messages = 0;  // failed to parse, or malformed (dropped)
@@ -88,6 +94,8 @@ class CoreContext {
   CoreContext(const CoreOptions& options, LogStorage* log);
 
   const CoreOptions& options() const { return options_; }
+  // True when the test mutation `m` is on (see TestMutation).
+  bool Mutated(TestMutation m) const { return options_.test_mutation == m; }
   LogStorage* log() const { return log_; }
   Rng* rng() { return &rng_; }
   CoreStats* stats() { return &stats_; }
@@ -98,8 +106,13 @@ class CoreContext {
   // delivered within the current step.
   void Send(uint64_t to, PaxosMsg* msg);
   // Records the state of `instance` to persist at the end of the step (the
-  // last one recorded for an instance wins).
-  void PersistRecord(uint64_t instance, std::string record);
+  // last one recorded for an instance wins). A vote (an accepted value, the
+  // acceptor's word) makes the step's write synced; a chosen record alone
+  // does not: a crash that loses it loses nothing a peer relies on (the
+  // votes that chose it are synced, so it is learned again), which saves
+  // the second fsync before Execute on the propose path.
+  void PersistRecord(uint64_t instance, std::string record, bool vote);
+  // Variables (the promise, the window) always make the write synced.
   void PersistVariable(const std::string& name, std::string value);
   // Starts timer `kind`, superseding the running one of that kind.
   void StartTimer(TimerKind kind, uint64_t delay_ms);
@@ -124,6 +137,7 @@ class CoreContext {
   const Learner* learner_ = nullptr;
   std::map<uint64_t, std::string> records_;
   std::map<std::string, std::string> variables_;
+  bool sync_ = false;  // the step wrote a vote or a variable
   std::deque<PaxosMsg> local_;
   uint64_t next_generation_ = 1;
   std::map<TimerKind, uint64_t> live_timers_;
@@ -135,10 +149,12 @@ class Core {
   // acceptor's promise, every accepted value and the chosen prefix from `log`
   // (which must outlive the Core). A record or variable that fails its storage
   // checksum or does not parse, a broken checksum chain, a ballot above
-  // kMaxBallotNumber, or a record at or beyond chosen_end + window (where the
-  // core never writes; the scan stops there, so Open costs O(records +
-  // window) whatever ids the log holds) returns Corruption naming the
-  // instance: the group must not start.
+  // kMaxBallotNumber, or a record at or beyond chosen_end + W, where W is the
+  // largest window this log was written under (kWindowVariable; kMaxWindow
+  // for a log that predates it) and the core never writes (the scan stops
+  // there, so Open costs O(records + W) whatever ids the log holds), returns
+  // Corruption naming the instance: the group must not start. A window
+  // smaller than the log's is fine: the votes beyond it are kept.
   static Status Open(const CoreOptions& options, LogStorage* log,
                      std::unique_ptr<Core>* core);
   ~Core();
@@ -192,6 +208,7 @@ class Core {
  private:
   explicit Core(const CoreOptions& options, LogStorage* log);
   Status Recover();
+  Status RecoverWindow(bool log_empty);
   void Dispatch(const PaxosMsg& msg);
   void Drain();
   void Finish();
@@ -200,6 +217,10 @@ class Core {
   std::unique_ptr<Learner> learner_;
   std::unique_ptr<Acceptor> acceptor_;
   std::unique_ptr<Proposer> proposer_;
+  // The window recovery scanned with: max(options.window, the log's).
+  uint64_t recovery_window_ = 0;
+  // The value of kWindowVariable to write in Start(), "" when it is right.
+  std::string window_to_persist_;
 };
 
 }  // namespace paxos

@@ -87,7 +87,7 @@ void Learner::ApplyOne(uint64_t instance, const std::string& value) {
   rec.set_value(value);
   rec.set_chosen(true);
   rec.set_checksum(checksum);
-  ctx_->PersistRecord(instance, rec.SerializeAsString());
+  ctx_->PersistRecord(instance, rec.SerializeAsString(), /*vote=*/false);
   Cache(instance, value, checksum);
   acceptor_->Forget(instance);
   chosen_end_ = instance + 1;

@@ -36,7 +36,7 @@ Status CoreOptions::Validate() const {
   if (learn_interval_ms < 1) {
     return Status::InvalidArgument("CoreOptions.learn_interval_ms must be >= 1");
   }
-  if (window < max_inflight || window > (size_t{1} << 20)) {
+  if (window < max_inflight || window > kMaxWindow) {
     return Status::InvalidArgument("CoreOptions.window must be in [max_inflight, 2^20]");
   }
   if (max_value_bytes < 1 || max_value_bytes > (size_t{1} << 31)) {

@@ -11,26 +11,61 @@
 namespace chorus {
 namespace paxos {
 
-// Rule breakers for tests only. They are compiled in so the simulation can
-// prove that its checker catches a broken acceptor; never set one in
+// Rule breakers for tests only. Each breaks one protocol rule on purpose, so
+// the simulation can prove that it catches the broken rule (unittest/sim
+// names them; README lists the seeds that catch each). Never set one in
 // production.
 enum class TestMutation {
   kNone = 0,
-  // The acceptor never persists its promise: after a restart it has forgotten
-  // every promise it made (accepted values are still persisted).
-  kForgetPromise = 1,
-  // The acceptor accepts a ballot lower than the one it promised.
-  kAcceptLowerBallot = 2,
+  // Acceptor: the promise of a PREPARE is never persisted (a restart forgets
+  // every promise; accepted values are still persisted).
+  kForgetPromise,
+  // Acceptor: accepts a ballot lower than the one it promised.
+  kAcceptLowerBallot,
+  // Acceptor: an accepted value is not persisted (the ACCEPTED still goes).
+  kAcceptNotPersisted,
+  // Recovery: accepted (not chosen) values are not restored.
+  kAcceptedNotRecovered,
+  // Acceptor: a PROMISE leaves out the entries max_inflight or more past the
+  // PREPARE's instance, without saying so (no reported_end).
+  kPromiseDropsFar,
+  // Acceptor: a PROMISE leaves out its last entry, without saying so.
+  kPromiseDropsLast,
+  // Acceptor: a PROMISE leaves out the values it knows chosen (and so, as
+  // usual for those, its own vote there).
+  kPromiseDropsChosen,
+  // Core: the round's writes are not synced (a crash loses them).
+  kUnsyncedWrites,
+  // Proposer: a PROMISE's reported_end is ignored (the ballot is used beyond
+  // what the promise reported).
+  kIgnoreReportedEnd,
+  // Proposer: adopts the reported value at the first reported instance only;
+  // the others get fresh values.
+  kAdoptFirstOnly,
+  // Proposer: adopts the reported value with the lowest ballot.
+  kAdoptLowestBallot,
+  // Proposer: sends fresh proposals to phase 2 while its ballot is still in
+  // phase 1 (before a majority promised).
+  kFastPathWhilePreparing,
+  // Acceptor: the promise implied by accepting a higher ballot is kept in
+  // memory only.
+  kAcceptPromiseNotPersisted,
+  // Proposer: a chosen value a PROMISE reported beyond this node's window
+  // (ignored by its learner) does not bound the ballot; only visible when
+  // members' windows differ (the simulation's --mixed_options).
+  kFarChosenUnbounded,
 };
 
-// Ballot numbers above this are never used: a message carrying one is
-// malformed (dropped and counted as garbage), and a proposer's next ballot
-// number saturates here instead of wrapping to 0.
-constexpr uint64_t kMaxBallotNumber = uint64_t{1} << 62;
+// The largest ballot number ever used: a message carrying a larger one (2^62
+// or more) is malformed (dropped and counted as garbage), and a proposer's
+// next ballot number saturates here instead of wrapping to 0.
+constexpr uint64_t kMaxBallotNumber = (uint64_t{1} << 62) - 1;
 // Instance ids at or above this are never used: a message about one is
 // malformed (dropped), a log record at one is Corruption at Open. Together
 // with the acceptance window it keeps chosen_end + window from overflowing.
 constexpr uint64_t kMaxInstanceId = uint64_t{1} << 62;
+// The largest acceptance window (CoreOptions::window).
+constexpr size_t kMaxWindow = size_t{1} << 20;
 // A value envelope (value.h) is the application's bytes plus this header.
 constexpr size_t kEnvelopeOverhead = 16;
 // Bytes a PaxosMsg may take beyond its value bytes: the header fields, and
@@ -66,12 +101,19 @@ struct CoreOptions {
   uint64_t learn_interval_ms = 1000;
   // The acceptance window. A node takes part in instances below its own
   // chosen_end + window only: its acceptor refuses an ACCEPT at or above it
-  // with ACCEPT_BEHIND (the proposer keeps its ballot; this node catches up
-  // through its learner), its learner ignores chosen values at or above it,
-  // and its proposer never proposes (values, noop fillers) at or above it.
-  // So an acceptor holds accepted-but-unapplied values for at most `window`
-  // instances, which bounds a PROMISE to `window` entries and recovery to the
-  // log's records plus `window` ids. Should be equal on every member.
+  // with ACCEPT_BEHIND (the proposer keeps its ballot and re-sends once this
+  // node caught up), its learner ignores chosen values at or above it, and
+  // its proposer never proposes (values, noop fillers) at or above it. So an
+  // acceptor holds accepted-but-unapplied values for at most `window`
+  // instances, which bounds a PROMISE (at most `window` entries) and
+  // recovery (the log's records plus `window` ids).
+  //
+  // Members may use different windows, and a node may change its window
+  // across a restart: the protocol is safe for any mix (a proposer never
+  // proposes where a PROMISE reported a value it could not keep, chosen or
+  // not), and the log remembers the largest window it was written under
+  // (kWindowVariable), so a restart with a smaller one still recovers, and
+  // still reports, every vote cast under the larger one.
   // Default 256. REQUIRES max_inflight <= window <= 2^20.
   size_t window = 256;
   // Largest value Propose() takes; larger ones fail with TooLarge. Replicated

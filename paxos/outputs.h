@@ -66,7 +66,10 @@ struct ProposalResult {
 };
 
 struct Outputs {
-  // 1. Persist: write `persist` with `sync` and wait until it is durable.
+  // 1. Persist: write `persist` with `sync` and wait until the write
+  // returned. `sync` is true when the batch holds a vote or a variable (the
+  // write must be durable before anything is sent); false when it holds
+  // chosen records only, which a crash may lose (the core learns them again).
   LogWriteBatch persist;
   bool sync = false;
   // 2. Send (best effort, any order).

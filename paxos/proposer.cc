@@ -59,7 +59,9 @@ void Proposer::Drive() {
     if (HasWork()) StartPrepare();
     return;
   }
-  if (phase_ != Phase::kPrepared) return;
+  const bool early = phase_ == Phase::kPreparing &&
+                     ctx_->Mutated(TestMutation::kFastPathWhilePreparing);
+  if (phase_ != Phase::kPrepared && !early) return;
   if (learner_->chosen_end() >= limit_) {
     // Everything this ballot may touch is decided; its promises say nothing
     // about what lies beyond. Phase 1 again to go on.
@@ -114,7 +116,9 @@ void Proposer::OnPromise(const PaxosMsg& msg) {
     return;  // a stale reply
   }
   if (!promised_by_.insert(msg.from()).second) return;  // duplicate
-  if (msg.reported_end() != 0) promise_limit_ = std::min(promise_limit_, msg.reported_end());
+  if (msg.reported_end() != 0 && !ctx_->Mutated(TestMutation::kIgnoreReportedEnd)) {
+    promise_limit_ = std::min(promise_limit_, msg.reported_end());
+  }
   for (const AcceptedEntry& e : msg.accepted()) {
     if (e.chosen()) {
       chosen_reported_[e.instance()] = e.value();
@@ -123,7 +127,10 @@ void Proposer::OnPromise(const PaxosMsg& msg) {
     const Ballot b = Ballot::FromPb(e.ballot());
     NoteBallot(b);
     auto it = adopted_.find(e.instance());
-    if (it == adopted_.end() || it->second.ballot < b) adopted_[e.instance()] = {b, e.value()};
+    const bool lowest = ctx_->Mutated(TestMutation::kAdoptLowestBallot);
+    if (it == adopted_.end() || (lowest ? b < it->second.ballot : it->second.ballot < b)) {
+      adopted_[e.instance()] = {b, e.value()};
+    }
   }
   if (promised_by_.size() >= ctx_->options().Majority()) OnPrepared();
 }
@@ -141,14 +148,27 @@ void Proposer::OnPrepared() {
   phase_ = Phase::kPrepared;
   unstick_ = false;
 
-  // The ballot is usable below the lowest reported_end only, and (should a
-  // peer with a larger window have reported a value beyond ours) below our
-  // window's end: this ballot never proposes where its promises may hide a
-  // value it did not see.
+  // The ballot is usable below the lowest reported_end only, and below every
+  // reported value this node cannot keep: a peer with a larger window may
+  // report a vote or a chosen value beyond ours, which the learner ignores.
+  // Proposing there later, once our chosen prefix has moved up, would
+  // overwrite a value this ballot was told about (a chosen one included: the
+  // acceptor that reported it left its own vote out). So this ballot stops
+  // short of them; phase 1 again, from closer, reports them anew.
   limit_ = promise_limit_;
+  for (const auto& kv : chosen) {
+    if (ctx_->Mutated(TestMutation::kFarChosenUnbounded)) break;
+    if (!learner_->IsChosen(kv.first)) {
+      limit_ = std::min(limit_, kv.first);  // ignored: beyond our window
+      break;
+    }
+  }
   const uint64_t window_end = learner_->chosen_end() + ctx_->options().window;
   if (!adopted_.empty() && adopted_.rbegin()->first >= window_end) {
     limit_ = std::min(limit_, window_end);
+  }
+  if (ctx_->Mutated(TestMutation::kAdoptFirstOnly) && adopted_.size() > 1) {
+    adopted_.erase(std::next(adopted_.begin()), adopted_.end());
   }
   // Every id below is < kMaxInstanceId (malformed messages are dropped), so
   // the + 1s cannot wrap.
@@ -195,7 +215,9 @@ void Proposer::SendAccept(uint64_t instance, Slot* slot) {
 }
 
 void Proposer::OnAccepted(const PaxosMsg& msg) {
-  if (phase_ != Phase::kPrepared || Ballot::FromPb(msg.ballot()) != ballot_) return;
+  const bool early = phase_ == Phase::kPreparing &&
+                     ctx_->Mutated(TestMutation::kFastPathWhilePreparing);
+  if ((phase_ != Phase::kPrepared && !early) || Ballot::FromPb(msg.ballot()) != ballot_) return;
   auto it = slots_.find(msg.instance());
   if (it == slots_.end()) return;
   Slot& slot = it->second;

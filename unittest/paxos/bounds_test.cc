@@ -415,10 +415,115 @@ TEST(BoundsTest, RecoveryKeepsRecordsInsideTheWindow) {
   ASSERT_TRUE(Core::Open(h.Options(0), &h.node(0).log, &again).ok());
   EXPECT_EQ(again->chosen_end(), 1u);
   EXPECT_EQ(again->promised(), Ballot(5, 2));
-  // A smaller window than the one the log was written with is refused.
+}
+
+// The window the log was written under, as recorded in it.
+std::string RecordedWindow(testing::Harness* h, int i) {
+  std::string w;
+  EXPECT_TRUE(h->node(i).log.GetVariable(kWindowVariable, &w).ok());
+  return w;
+}
+
+TEST(BoundsTest, LoweredWindowKeepsAndReportsEveryVote) {
+  Harness h(3, Small);
+  EXPECT_EQ(RecordedWindow(&h, 0), "8");  // recorded by the first Start
+  ASSERT_TRUE(h.Propose(0, 1, "a").ok());
+  h.Pump();
+  Outputs out;
+  for (uint64_t i = 3; i < 9; i += 2) {  // votes at 3, 5, 7: inside chosen_end 1 + window 8
+    PaxosMsg a = Accept(i, Ballot(5, 2), 2, EncodeValue(2, i, "x"));
+    ASSERT_TRUE(h.core(0)->OnMessage(a.SerializeAsString(), &out).ok());
+    h.Exec(0, &out);
+  }
+  // A restart with a smaller window (as after lowering max_inflight) opens,
+  // keeps the votes beyond it and reports them in its next PROMISE.
   CoreOptions o = h.Options(0);
+  o.max_inflight = 2;
+  o.window = 2;
+  std::unique_ptr<Core> again;
+  Status s = Core::Open(o, &h.node(0).log, &again);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  again->Start(&out);
+  h.Exec(0, &out);
+  EXPECT_EQ(RecordedWindow(&h, 0), "8");  // votes still lie beyond 1 + 2
+  PaxosMsg p = Msg(PREPARE, 1, Ballot(6, 2), 2);
+  ASSERT_TRUE(again->OnMessage(p.SerializeAsString(), &out).ok());
+  std::vector<PaxosMsg> replies = Parse(out);
+  ASSERT_EQ(replies.size(), 1u);
+  ASSERT_EQ(replies[0].type(), PROMISE);
+  // At most `window` (2) entries per PROMISE; the rest is named by reported_end.
+  ASSERT_EQ(replies[0].accepted_size(), 2);
+  EXPECT_EQ(replies[0].accepted(0).instance(), 3u);
+  EXPECT_EQ(replies[0].accepted(1).instance(), 5u);
+  EXPECT_EQ(replies[0].reported_end(), 7u);
+  p = Msg(PREPARE, 7, Ballot(7, 2), 2);
+  ASSERT_TRUE(again->OnMessage(p.SerializeAsString(), &out).ok());
+  replies = Parse(out);
+  ASSERT_EQ(replies.size(), 1u);
+  ASSERT_EQ(replies[0].accepted_size(), 1);
+  EXPECT_EQ(replies[0].accepted(0).instance(), 7u);
+}
+
+TEST(BoundsTest, RecordedWindowFollowsTheLargestStillInUse) {
+  Harness h(3, Small);
+  // Raising the window records the new one at Start, before any vote.
+  CoreOptions o = h.Options(0);
+  o.window = 16;
+  std::unique_ptr<Core> core;
+  ASSERT_TRUE(Core::Open(o, &h.node(0).log, &core).ok());
+  Outputs out;
+  core->Start(&out);
+  EXPECT_TRUE(out.sync);
+  h.Exec(0, &out);
+  EXPECT_EQ(RecordedWindow(&h, 0), "16");
+  // Lowering it again, with no vote beyond the lower one, records the lower.
   o.window = 4;
-  EXPECT_TRUE(Core::Open(o, &h.node(0).log, &again).IsCorruption());
+  ASSERT_TRUE(Core::Open(o, &h.node(0).log, &core).ok());
+  core->Start(&out);
+  h.Exec(0, &out);
+  EXPECT_EQ(RecordedWindow(&h, 0), "4");
+  // A record beyond the recorded window is still refused.
+  InstanceRecord rec;
+  Ballot(1, 1).ToPb(rec.mutable_accepted_ballot());
+  rec.set_value(EncodeValue(1, 1, "x"));
+  LogWriteBatch b;
+  b.records.emplace_back(4, rec.SerializeAsString());
+  ASSERT_TRUE(h.node(0).log.Write(b, true).ok());
+  EXPECT_TRUE(Core::Open(o, &h.node(0).log, &core).IsCorruption());
+  // So is a window variable that does not parse.
+  h.node(0).log.SetVariable(kWindowVariable, "lots", true);
+  EXPECT_TRUE(Core::Open(h.Options(0), &h.node(0).log, &core).IsCorruption());
+}
+
+TEST(BoundsTest, ChosenRecordsAloneAreWrittenUnsynced) {
+  Harness h(3);
+  ASSERT_TRUE(h.Propose(0, 1, "a").ok());
+  // Every step that writes a vote syncs; a step that writes chosen records
+  // only (the CHOSEN notice, the proposer's majority of ACCEPTEDs) does not.
+  int votes = 0, chosen_only = 0;
+  while (!h.net().empty()) {
+    auto m = std::move(h.net().front());
+    h.net().pop_front();
+    Outputs out;
+    ASSERT_TRUE(h.core(m.first)->OnMessage(m.second, &out).ok());
+    bool vote = false;
+    for (const auto& r : out.persist.records) {
+      InstanceRecord rec;
+      ASSERT_TRUE(rec.ParseFromString(r.second));
+      vote = vote || !rec.chosen();
+    }
+    if (vote || !out.persist.variables.empty()) {
+      EXPECT_TRUE(out.sync);
+      votes++;
+    } else if (!out.persist.empty()) {
+      EXPECT_FALSE(out.sync);
+      chosen_only++;
+    }
+    h.Exec(m.first, &out);
+  }
+  EXPECT_GT(votes, 0);
+  EXPECT_GT(chosen_only, 0);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(h.core(i)->chosen_end(), 1u) << i;
 }
 
 }  // namespace

@@ -76,6 +76,7 @@ TEST(RecoveryTest, CorruptRecordRefusesToStart) {
   ASSERT_TRUE(h.Propose(0, 1, "a").ok());
   ASSERT_TRUE(h.Propose(0, 2, "b").ok());
   h.Pump();
+  h.node(1).log.Write(LogWriteBatch(), /*sync=*/true);  // chosen records are written unsynced
   h.node(1).log.CorruptRecord(1);
   std::unique_ptr<Core> c;
   Status s = Core::Open(h.Options(1), &h.node(1).log, &c);
@@ -89,6 +90,7 @@ TEST(RecoveryTest, UnparsableRecordOrPromiseRefusesToStart) {
   ASSERT_TRUE(h.Propose(0, 1, "a").ok());
   h.Pump();
   std::unique_ptr<Core> c;
+  h.node(2).log.Write(LogWriteBatch(), /*sync=*/true);  // chosen records are written unsynced
   h.node(2).log.OverwriteRecord(0, std::string("\xff\xff\xff", 3));
   EXPECT_TRUE(Core::Open(h.Options(2), &h.node(2).log, &c).IsCorruption());
   h.node(1).log.CorruptVariable(kPromiseVariable);
@@ -105,6 +107,7 @@ TEST(RecoveryTest, BrokenChecksumChainRefusesToStart) {
   InstanceRecord rec;
   ASSERT_TRUE(rec.ParseFromString(bytes));
   rec.set_checksum(rec.checksum() ^ 1);
+  h.node(1).log.Write(LogWriteBatch(), /*sync=*/true);  // chosen records are written unsynced
   h.node(1).log.OverwriteRecord(1, rec.SerializeAsString());
   std::unique_ptr<Core> c;
   EXPECT_TRUE(Core::Open(h.Options(1), &h.node(1).log, &c).IsCorruption());

@@ -18,6 +18,8 @@ DEFINE_bool(verbose, false, "print every event");
 DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
 DEFINE_uint64(window, 0, "acceptance window (>= max_inflight); 0: drawn per seed");
 DEFINE_uint64(promise_budget_bytes, 0, "PROMISE value-byte budget (>= 80); 0: drawn per seed");
+DEFINE_bool(mixed_options, false,
+            "each start of each node draws its own max_inflight, window and PROMISE budget");
 
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   }
   o.window = FLAGS_window;
   o.promise_budget_bytes = FLAGS_promise_budget_bytes;
+  o.mixed_options = FLAGS_mixed_options;
   unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
                      crashes = 0, behind = 0, truncated = 0;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
@@ -61,14 +64,14 @@ int main(int argc, char** argv) {
       violations++;
       std::printf("seed %llu FAILED: %s\n  replay: paxos_sim --first_seed=%llu --seeds=1 "
                   "--steps=%llu --nodes=%d --max_inflight=%llu --window=%llu "
-                  "--promise_budget_bytes=%llu --mutation=%s --verbose\n",
+                  "--promise_budget_bytes=%llu --mutation=%s%s --verbose\n",
                   static_cast<unsigned long long>(seed), r.what.c_str(),
                   static_cast<unsigned long long>(seed),
                   static_cast<unsigned long long>(FLAGS_steps), FLAGS_nodes,
                   static_cast<unsigned long long>(FLAGS_max_inflight),
                   static_cast<unsigned long long>(FLAGS_window),
                   static_cast<unsigned long long>(FLAGS_promise_budget_bytes),
-                  FLAGS_mutation.c_str());
+                  FLAGS_mutation.c_str(), FLAGS_mixed_options ? " --mixed_options" : "");
     }
   }
   std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu accepts_behind=%llu "

@@ -1,5 +1,6 @@
 #include "unittest/sim/sim.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -21,27 +22,57 @@ using paxos::Outputs;
 using paxos::Rng;
 using paxos::TimerId;
 
+namespace {
+
+struct MutationEntry {
+  paxos::TestMutation mutation;
+  const char* name;
+};
+
+// Every TestMutation, with its --mutation name.
+constexpr MutationEntry kMutations[] = {
+    {paxos::TestMutation::kNone, "none"},
+    {paxos::TestMutation::kForgetPromise, "forget_promise"},
+    {paxos::TestMutation::kAcceptLowerBallot, "accept_lower_ballot"},
+    {paxos::TestMutation::kAcceptNotPersisted, "accept_not_persisted"},
+    {paxos::TestMutation::kAcceptedNotRecovered, "accepted_not_recovered"},
+    {paxos::TestMutation::kPromiseDropsFar, "promise_drops_far"},
+    {paxos::TestMutation::kPromiseDropsLast, "promise_drops_last"},
+    {paxos::TestMutation::kPromiseDropsChosen, "promise_drops_chosen"},
+    {paxos::TestMutation::kUnsyncedWrites, "unsynced_writes"},
+    {paxos::TestMutation::kIgnoreReportedEnd, "ignore_reported_end"},
+    {paxos::TestMutation::kAdoptFirstOnly, "adopt_first_only"},
+    {paxos::TestMutation::kAdoptLowestBallot, "adopt_lowest_ballot"},
+    {paxos::TestMutation::kFastPathWhilePreparing, "fast_path_while_preparing"},
+    {paxos::TestMutation::kAcceptPromiseNotPersisted, "accept_promise_not_persisted"},
+    {paxos::TestMutation::kFarChosenUnbounded, "far_chosen_unbounded"},
+};
+
+}  // namespace
+
 const char* MutationName(paxos::TestMutation m) {
-  switch (m) {
-    case paxos::TestMutation::kNone:
-      return "none";
-    case paxos::TestMutation::kForgetPromise:
-      return "forget_promise";
-    case paxos::TestMutation::kAcceptLowerBallot:
-      return "accept_lower_ballot";
+  for (const auto& e : kMutations) {
+    if (e.mutation == m) return e.name;
   }
   return "?";
 }
 
 bool ParseMutation(const std::string& name, paxos::TestMutation* m) {
-  for (auto c : {paxos::TestMutation::kNone, paxos::TestMutation::kForgetPromise,
-                 paxos::TestMutation::kAcceptLowerBallot}) {
-    if (name == MutationName(c)) {
-      *m = c;
+  for (const auto& e : kMutations) {
+    if (name == e.name) {
+      *m = e.mutation;
       return true;
     }
   }
   return false;
+}
+
+std::vector<paxos::TestMutation> AllMutations() {
+  std::vector<paxos::TestMutation> all;
+  for (const auto& e : kMutations) {
+    if (e.mutation != paxos::TestMutation::kNone) all.push_back(e.mutation);
+  }
+  return all;
 }
 
 namespace {
@@ -60,10 +91,11 @@ constexpr uint64_t kQuietLimitMs = 120000; // liveness bound after faults stop
 // (and queue) whatever its depth.
 constexpr size_t kPendingPerInflight = 2;
 constexpr size_t kValueBytes = 64;  // CoreOptions::max_value_bytes here
-// A crash point: right after a node promised, crash it
-// with this probability (and restart it quickly). Promises are the state whose
-// loss breaks Paxos; crashing exactly there is what exposes a node that does
-// not persist them.
+// A crash point: right after a node raised its promise (a PROMISE, or an
+// ACCEPTED for a higher ballot than it had promised), crash it with this
+// probability (and restart it quickly). Promises are the state whose loss
+// breaks Paxos; crashing exactly there is what exposes a node that does not
+// persist them.
 constexpr uint64_t kCrashAfterPromisePpm = 400000;
 constexpr uint64_t kCrashAfterAcceptPpm = 5000;
 
@@ -90,12 +122,24 @@ struct Proposal {
   bool abandoned = false;  // its node crashed before it finished
 };
 
+// The options that may differ between nodes (and between starts of one node).
+struct NodeConfig {
+  size_t max_inflight = 0;
+  size_t window = 0;
+  size_t budget = 0;  // promise_budget_bytes
+};
+
 struct Node {
   uint64_t id = 0;
+  NodeConfig config;
+  // The highest ballot this node ever sent a PROMISE or ACCEPTED for (all
+  // incarnations): what it promised the world.
+  paxos::Ballot acknowledged;
   MemLogStorage log;
   std::unique_ptr<Core> core;  // null while crashed
   uint64_t incarnation = 0;
-  std::vector<std::string> history;  // learned keys, in instance order
+  std::vector<std::string> history;  // learned keys, in instance order (all incarnations)
+  uint64_t applied = 0;              // instances this incarnation emitted (or recovered)
   int partition = 0;
   std::set<uint64_t> pending;  // tokens of unfinished proposals of this incarnation
 };
@@ -121,16 +165,8 @@ class Sim {
     }
     window_ = o.window != 0 ? o.window
                             : (rng_.OneIn(500000) ? o.max_inflight : 4 * o.max_inflight);
-    const size_t min_budget = kValueBytes + paxos::kEnvelopeOverhead;
-    if (o.promise_budget_bytes != 0) {
-      budget_ = o.promise_budget_bytes;
-    } else {
-      switch (rng_.Uniform(3)) {
-        case 0: budget_ = min_budget; break;
-        case 1: budget_ = min_budget + rng_.Uniform(400); break;
-        default: budget_ = CoreOptions().promise_budget_bytes; break;
-      }
-    }
+    budget_ = o.promise_budget_bytes != 0 ? o.promise_budget_bytes : DrawBudget();
+    for (auto& n : nodes_) n->config = {o.max_inflight, window_, budget_};
   }
 
   SimResult Run() {
@@ -195,16 +231,44 @@ class Sim {
     return end >= global_.size();
   }
 
+  // A PROMISE byte budget: the smallest allowed (PROMISEs truncate all the
+  // time), a few hundred bytes, or the default (unlimited here).
+  size_t DrawBudget() {
+    const size_t min_budget = kValueBytes + paxos::kEnvelopeOverhead;
+    switch (rng_.Uniform(3)) {
+      case 0: return min_budget;
+      case 1: return min_budget + rng_.Uniform(400);
+      default: return CoreOptions().promise_budget_bytes;
+    }
+  }
+
+  // --mixed_options: each start of a node draws its own pipeline depth,
+  // window and PROMISE budget, so members disagree (an ordinary setting) and
+  // a node's own options change across restarts (a rolling change, lowering
+  // the window below records it wrote included).
+  NodeConfig DrawConfig() {
+    NodeConfig c;
+    c.max_inflight = 1 + rng_.Uniform(2 * o_.max_inflight);
+    switch (rng_.Uniform(3)) {
+      case 0: c.window = c.max_inflight; break;
+      case 1: c.window = c.max_inflight + rng_.Uniform(4 * o_.max_inflight); break;
+      default: c.window = 4 * c.max_inflight; break;
+    }
+    c.budget = DrawBudget();
+    return c;
+  }
+
   CoreOptions OptionsFor(int i) {
     CoreOptions c;
     c.cluster_id = 77;
     c.group = 0;
     c.self = nodes_[i]->id;
     c.members = members_;
-    c.max_inflight = o_.max_inflight;
-    c.window = window_;
+    const NodeConfig& config = nodes_[i]->config;
+    c.max_inflight = config.max_inflight;
+    c.window = config.window;
     c.max_value_bytes = kValueBytes;
-    c.promise_budget_bytes = budget_;
+    c.promise_budget_bytes = config.budget;
     c.prepare_timeout_ms = 100;
     c.accept_timeout_ms = 100;
     c.learn_interval_ms = 200;
@@ -218,18 +282,18 @@ class Sim {
   void StartNode(int i) {
     Node& n = *nodes_[i];
     n.incarnation++;
+    if (o_.mixed_options) n.config = DrawConfig();
     Status s = Core::Open(OptionsFor(i), &n.log, &n.core);
     if (!s.ok()) {
       Violation("node " + std::to_string(n.id) + " failed to recover: " + s.ToString());
       return;
     }
-    // The learned prefix must survive the crash, unchanged.
+    // The recovered chosen prefix must be what this node learned before. It
+    // may be shorter: chosen records are written unsynced (the votes that
+    // chose them are synced), so a crash may lose the last few; the node
+    // learns them again, and Learned() checks they come back unchanged.
     const uint64_t end = n.core->chosen_end();
-    if (end < n.history.size()) {
-      Violation("node " + std::to_string(n.id) + " lost learned values: chosen_end " +
-                std::to_string(end) + " < " + std::to_string(n.history.size()));
-      return;
-    }
+    n.applied = std::min<uint64_t>(end, n.history.size());
     for (uint64_t k = 0; k < end; ++k) {
       ChosenValue v;
       s = n.core->ReadChosen(k, &v);
@@ -248,8 +312,11 @@ class Sim {
         Learned(i, v);
       }
     }
+    n.applied = end;
     Log("start node " + std::to_string(n.id) + " incarnation " + std::to_string(n.incarnation) +
-        " chosen_end=" + std::to_string(end));
+        " chosen_end=" + std::to_string(end) + " max_inflight=" +
+        std::to_string(n.config.max_inflight) + " window=" + std::to_string(n.config.window) +
+        " budget=" + std::to_string(n.config.budget));
     Outputs out;
     n.core->Start(&out);
     Execute(i, &out);
@@ -283,10 +350,20 @@ class Sim {
   void Learned(int i, const ChosenValue& v) {
     Node& n = *nodes_[i];
     const std::string key = Key(v);
-    if (v.instance != n.history.size()) {
+    if (v.instance != n.applied) {
       Violation("node " + std::to_string(n.id) + " applied instance " +
-                std::to_string(v.instance) + " when " + std::to_string(n.history.size()) +
+                std::to_string(v.instance) + " when " + std::to_string(n.applied) +
                 " was next");
+      return;
+    }
+    n.applied++;
+    if (v.instance < n.history.size()) {
+      // Learned again after a crash lost its unsynced chosen record.
+      if (n.history[v.instance] != key) {
+        Violation("node " + std::to_string(n.id) + " instance " + std::to_string(v.instance) +
+                  " changed across a restart: it learned " + key + " after " +
+                  n.history[v.instance]);
+      }
       return;
     }
     n.history.push_back(key);
@@ -318,6 +395,7 @@ class Sim {
     Node& n = *nodes_[i];
     if (!out->persist.empty()) n.log.Write(out->persist, out->sync);
     for (auto& m : out->messages) {
+      CheckAcknowledged(i, m.bytes);
       if (m.to == paxos::kBroadcast) {
         for (int j = 0; j < o_.nodes; ++j) {
           if (j != i) Send(i, j, m.bytes);
@@ -366,6 +444,28 @@ class Sim {
     }
   }
 
+  // An acceptor's word, as the wire shows it: once a node sent a PROMISE or
+  // an ACCEPTED for ballot b, it never again answers a lower ballot with
+  // either (accepting b promises b), in this incarnation or a later one.
+  // This is the promise whose loss lets a lower ballot overwrite a chosen
+  // value; checking it where it is given catches the loss even in runs
+  // where no second value happens to get chosen.
+  void CheckAcknowledged(int i, const std::string& bytes) {
+    paxos::PaxosMsg m;
+    if (!m.ParseFromString(bytes) || (m.type() != paxos::PROMISE && m.type() != paxos::ACCEPTED)) {
+      return;
+    }
+    Node& n = *nodes_[i];
+    const paxos::Ballot b = paxos::Ballot::FromPb(m.ballot());
+    if (b < n.acknowledged) {
+      Violation("node " + std::to_string(n.id) + " sent " + paxos::MsgType_Name(m.type()) +
+                " for ballot " + b.ToString() + " after acknowledging ballot " +
+                n.acknowledged.ToString() + ": it broke a promise");
+      return;
+    }
+    n.acknowledged = b;
+  }
+
   void Send(int from, int to, const std::string& bytes) {
     if (!quiet_) {
       if (nodes_[from]->partition != nodes_[to]->partition) return;
@@ -391,7 +491,7 @@ class Sim {
 
   void ProposeAt(int i) {
     Node& n = *nodes_[i];
-    if (!n.core || n.pending.size() >= kPendingPerInflight * o_.max_inflight) return;
+    if (!n.core || n.pending.size() >= kPendingPerInflight * n.config.max_inflight) return;
     const uint64_t token = next_token_++;
     Proposal p;
     p.node = i;
@@ -415,7 +515,7 @@ class Sim {
     if (rng_.OneIn(kBurstPpm)) {
       // A burst fills one node's pipeline (and its queue) at once.
       const int i = static_cast<int>(rng_.Uniform(o_.nodes));
-      const uint64_t k = 1 + rng_.Uniform(kPendingPerInflight * o_.max_inflight);
+      const uint64_t k = 1 + rng_.Uniform(kPendingPerInflight * nodes_[i]->config.max_inflight);
       for (uint64_t j = 0; j < k && !r_.violation; ++j) ProposeAt(i);
     }
     if (rng_.OneIn(kCrashPpm)) {
@@ -472,14 +572,18 @@ class Sim {
           }
         }
         Outputs out;
+        const paxos::Ballot promised_before = n.core->promised();
         Status s = n.core->OnMessage(e.bytes, &out);
         if (!s.ok()) Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
-        // Crash points: right after the node answered a PREPARE with a
-        // PROMISE, or an ACCEPT with ACCEPTED (the reply is on the wire).
+        // Crash points: right after the node raised its promise (answering a
+        // PREPARE with a PROMISE, or accepting a higher ballot), or answered
+        // an ACCEPT with ACCEPTED (the reply is on the wire).
         paxos::PaxosMsg reply;
+        const bool raised = promised_before < n.core->promised();
         const bool promised = !out.messages.empty() &&
                               reply.ParseFromString(out.messages[0].bytes) &&
-                              reply.type() == paxos::PROMISE;
+                              (reply.type() == paxos::PROMISE ||
+                               (raised && reply.type() == paxos::ACCEPTED));
         const bool accepted = !promised && !out.messages.empty() &&
                               reply.type() == paxos::ACCEPTED;
         Execute(e.node, &out);

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "paxos/options.h"
 
@@ -41,6 +42,11 @@ struct SimOptions {
   // max_value_bytes is 64 here). 0: drawn per seed, from the smallest allowed
   // (80: PROMISEs truncate all the time) to a few hundred, or unlimited.
   size_t promise_budget_bytes = 0;
+  // Each start of each node draws its own max_inflight (1 .. 2 * max_inflight),
+  // window (max_inflight .. 4 * max_inflight of its own) and
+  // promise_budget_bytes, overriding the three fields above: members disagree,
+  // and a restart may lower or raise them (a rolling change).
+  bool mixed_options = false;
   bool verbose = false;  // print every event to stdout
 };
 
@@ -60,9 +66,12 @@ struct SimResult {
 
 SimResult RunSim(const SimOptions& options);
 
+// The --mutation name of `m` (paxos/options.h lists what each breaks).
 const char* MutationName(paxos::TestMutation m);
-// Parses none | forget_promise | accept_lower_ballot.
+// Parses "none" or a mutation's name.
 bool ParseMutation(const std::string& name, paxos::TestMutation* m);
+// Every mutation (kNone excluded), in declaration order.
+std::vector<paxos::TestMutation> AllMutations();
 
 }  // namespace sim
 }  // namespace chorus
