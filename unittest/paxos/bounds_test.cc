@@ -487,7 +487,8 @@ TEST(BoundsTest, RecordedWindowFollowsTheLargestStillInUse) {
   Ballot(1, 1).ToPb(rec.mutable_accepted_ballot());
   rec.set_value(EncodeValue(1, 1, "x"));
   LogWriteBatch b;
-  b.records.emplace_back(4, rec.SerializeAsString());
+  b.records.emplace_back(0, rec.SerializeAsString());
+  b.records.emplace_back(4, rec.SerializeAsString());  // 0 + window 4
   ASSERT_TRUE(h.node(0).log.Write(b, true).ok());
   EXPECT_TRUE(Core::Open(o, &h.node(0).log, &core).IsCorruption());
   // So is a window variable that does not parse.
