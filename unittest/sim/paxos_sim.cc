@@ -13,7 +13,13 @@ DEFINE_uint64(seeds, 100, "number of seeds to run");
 DEFINE_uint64(first_seed, 1, "first seed");
 DEFINE_uint64(steps, 2000, "events per seed in the fault phase");
 DEFINE_int32(nodes, 3, "cluster size");
-DEFINE_string(mutation, "none", "none | forget_promise | accept_lower_ballot");
+DEFINE_string(mutation, "none",
+              "a protocol rule broken on purpose (paxos/options.h TestMutation): none, "
+              "forget_promise, accept_lower_ballot, accept_not_persisted, "
+              "accepted_not_recovered, promise_drops_far, promise_drops_last, "
+              "promise_drops_chosen, unsynced_writes, ignore_reported_end, adopt_first_only, "
+              "adopt_lowest_ballot, fast_path_while_preparing, accept_promise_not_persisted, "
+              "far_chosen_unbounded");
 DEFINE_bool(verbose, false, "print every event");
 DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
 DEFINE_uint64(window, 0, "acceptance window (>= max_inflight); 0: drawn per seed");
