@@ -373,7 +373,10 @@ void Core::OnTimeout(const TimerId& id, Outputs* out) {
 void Core::Dispatch(const PaxosMsg& msg) {
   const bool from_peer = msg.from() != ctx_.options().self;
   const bool reject = msg.type() == PREPARE_REJECT || msg.type() == ACCEPT_REJECT;
-  if (from_peer) learner_->NotePeer(msg.from(), msg.chosen_end(), reject);
+  if (from_peer) {
+    learner_->NotePeer(msg.from(), msg.chosen_end(), reject);
+    proposer_->NotePeer(msg.from(), msg.chosen_end());
+  }
   switch (msg.type()) {
     case PREPARE:
       proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
@@ -400,9 +403,13 @@ void Core::Dispatch(const PaxosMsg& msg) {
       learner_->OnChosen(msg);
       break;
     case ASK_LEARN:
-    case CONFIRM_LEARN:
-      learner_->OnAskLearn(msg);
+    case CONFIRM_LEARN: {
+      // The batch moves the asker up: an ACCEPT it refused as behind may
+      // now fit its window, so it goes again, right after the batch.
+      const uint64_t end = learner_->OnAskLearn(msg);
+      if (end != 0) proposer_->NoteServed(msg.from(), end);
       break;
+    }
     case LEARN_VALUES:
       learner_->OnLearnValues(msg);
       break;

@@ -84,6 +84,7 @@ struct CoreStats {
   uint64_t catchup_requests = 0;  // ASK_LEARN / CONFIRM_LEARN sent
   uint64_t accepts_behind = 0;    // ACCEPTs this acceptor refused: beyond its window
   uint64_t behind_replies = 0;    // ACCEPT_BEHIND this proposer received
+  uint64_t behind_resends = 0;    // ACCEPTs re-sent to an acceptor that caught up
   uint64_t beyond_window = 0;     // chosen values the learner ignored: beyond its window
   uint64_t truncated_promises = 0;  // PROMISEs sent that hit promise_budget_bytes
 };

@@ -163,7 +163,7 @@ void Learner::NotePeer(uint64_t peer, uint64_t peer_chosen_end, bool urgent) {
   }
 }
 
-void Learner::OnAskLearn(const PaxosMsg& msg) {
+uint64_t Learner::OnAskLearn(const PaxosMsg& msg) {
   const CoreOptions& o = ctx_->options();
   PaxosMsg reply;
   reply.set_type(LEARN_VALUES);
@@ -181,8 +181,10 @@ void Learner::OnAskLearn(const PaxosMsg& msg) {
     e->set_value(value);
     e->set_checksum(checksum);
   }
-  if (reply.learned_size() == 0) return;
+  if (reply.learned_size() == 0) return 0;
+  const uint64_t end = reply.learned(reply.learned_size() - 1).instance() + 1;
   ctx_->Send(msg.from(), &reply);
+  return end;
 }
 
 void Learner::OnLearnValues(const PaxosMsg& msg) {

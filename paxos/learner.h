@@ -45,7 +45,10 @@ class Learner {
   void Learn(uint64_t instance, const std::string& value);
 
   void OnChosen(const PaxosMsg& msg) { Learn(msg.instance(), msg.value()); }
-  void OnAskLearn(const PaxosMsg& msg);
+  // Answers a catch-up request with a bounded LEARN_VALUES batch. Returns
+  // the end of the batch (the asker's chosen_end once it applied it), 0 when
+  // there was nothing to send.
+  uint64_t OnAskLearn(const PaxosMsg& msg);
   void OnLearnValues(const PaxosMsg& msg);
   void OnTick();
   // Every peer message reports its sender's chosen_end. `urgent`: ask at once

@@ -97,6 +97,7 @@ void Proposer::StartPrepare() {
   promised_by_.clear();
   adopted_.clear();
   chosen_reported_.clear();
+  behind_.clear();
   ctx_->stats()->prepares_started++;
   if (accept_timer_armed_) {
     ctx_->CancelTimer(TimerKind::kAccept);
@@ -235,8 +236,51 @@ void Proposer::OnAccepted(const PaxosMsg& msg) {
 }
 
 void Proposer::OnBehind(const PaxosMsg& msg) {
-  (void)msg;
   ctx_->stats()->behind_replies++;
+  if (phase_ != Phase::kPrepared || Ballot::FromPb(msg.ballot()) != ballot_) return;
+  auto it = slots_.find(msg.instance());
+  if (it == slots_.end() || it->second.ballot != ballot_ || it->second.chosen_sent) return;
+  auto served = served_.find(msg.from());
+  if (served != served_.end() && served->second > msg.chosen_end()) {
+    // A catch-up batch this node sent is on its way there (the acceptor
+    // asked before it answered): send again now, behind the batch. Once
+    // per batch, so a reordering network cannot make this a loop.
+    served_.erase(served);
+    ResendAccept(msg.from(), msg.instance());
+    return;
+  }
+  Behind& b = behind_[msg.from()];
+  b.chosen_end = std::max(b.chosen_end, msg.chosen_end());
+  b.instances.insert(msg.instance());
+}
+
+void Proposer::NoteServed(uint64_t peer, uint64_t end) {
+  served_[peer] = std::max(served_[peer], end);
+  NotePeer(peer, end);
+}
+
+void Proposer::NotePeer(uint64_t peer, uint64_t peer_chosen_end) {
+  auto it = behind_.find(peer);
+  if (it == behind_.end() || peer_chosen_end <= it->second.chosen_end) return;
+  // It moved up: try again (if still too far, it answers BEHIND again).
+  std::set<uint64_t> instances;
+  instances.swap(it->second.instances);
+  behind_.erase(it);
+  for (uint64_t instance : instances) ResendAccept(peer, instance);
+}
+
+void Proposer::ResendAccept(uint64_t peer, uint64_t instance) {
+  auto it = slots_.find(instance);
+  if (phase_ != Phase::kPrepared || it == slots_.end()) return;
+  const Slot& slot = it->second;
+  if (slot.ballot != ballot_ || slot.chosen_sent || slot.accepted_by.count(peer) != 0) return;
+  PaxosMsg msg;
+  msg.set_type(ACCEPT);
+  msg.set_instance(instance);
+  ballot_.ToPb(msg.mutable_ballot());
+  msg.set_value(slot.value);
+  ctx_->Send(peer, &msg);
+  ctx_->stats()->behind_resends++;
 }
 
 void Proposer::OnReject(const PaxosMsg& msg) {
@@ -247,6 +291,7 @@ void Proposer::OnReject(const PaxosMsg& msg) {
 
 void Proposer::GoBackoff() {
   phase_ = Phase::kBackoff;
+  behind_.clear();
   ctx_->CancelTimer(TimerKind::kPrepare);
   if (accept_timer_armed_) {
     ctx_->CancelTimer(TimerKind::kAccept);

@@ -19,7 +19,10 @@
 // nothing about higher instances), lowered to the window's end when a PROMISE
 // reported an accepted value beyond it. Once chosen_end reaches the limit
 // with work left it runs phase 1 again (higher ballot) from there. An
-// ACCEPT_BEHIND reply is not a rejection: the ballot stands.
+// ACCEPT_BEHIND reply is not a rejection: the ballot stands, and the ACCEPT
+// is sent to that acceptor again as soon as one of its messages shows that
+// its chosen prefix moved up (it catches up through its learner), instead
+// of waiting for the accept timeout.
 //
 // Ballot numbers never wrap: the next one saturates at kMaxBallotNumber.
 //
@@ -58,8 +61,13 @@ class Proposer {
   void OnPromise(const PaxosMsg& msg);
   void OnReject(const PaxosMsg& msg);
   void OnAccepted(const PaxosMsg& msg);
-  // ACCEPT_BEHIND: the acceptor is behind; nothing to do (it catches up).
+  // ACCEPT_BEHIND: the acceptor is behind its window; remembered, and the
+  // ACCEPT re-sent once it moved up (NotePeer).
   void OnBehind(const PaxosMsg& msg);
+  // A message from `peer` says its chosen_end is `peer_chosen_end`.
+  void NotePeer(uint64_t peer, uint64_t peer_chosen_end);
+  // This node just sent `peer` a catch-up batch ending at `end`.
+  void NoteServed(uint64_t peer, uint64_t end);
   void OnTimeout(TimerKind kind);
 
   // Called by the learner when `instance` is applied with envelope `value`.
@@ -96,6 +104,7 @@ class Proposer {
   void OnPrepared();
   void GoBackoff();
   void SendAccept(uint64_t instance, Slot* slot);
+  void ResendAccept(uint64_t peer, uint64_t instance);
   void ArmAcceptTimer();
   bool HasUnchosenSlot() const;
 
@@ -120,6 +129,17 @@ class Proposer {
   uint64_t next_instance_ = 0;
   bool accept_timer_armed_ = false;
   bool unstick_ = false;
+  // Acceptors that answered ACCEPT_BEHIND under the current ballot: their
+  // chosen_end then, and the instances to re-send. At most one entry per
+  // member, each with at most one instance per slot.
+  struct Behind {
+    uint64_t chosen_end = 0;
+    std::set<uint64_t> instances;
+  };
+  std::map<uint64_t, Behind> behind_;
+  // The end of the last catch-up batch sent to each peer, until an
+  // ACCEPT_BEHIND from it uses it (one entry per member at most).
+  std::map<uint64_t, uint64_t> served_;
 };
 
 }  // namespace paxos

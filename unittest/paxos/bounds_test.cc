@@ -118,6 +118,31 @@ TEST(BoundsTest, LaggingAcceptorSaysBehindTheLeaderKeepsItsBallotAndItCatchesUp)
   EXPECT_EQ(h.node(2).applied[12].value, "after");
 }
 
+TEST(BoundsTest, BehindAcceptorGetsTheAcceptAgainOnceItMovedUp) {
+  Harness h(3, Small);
+  ASSERT_TRUE(h.Propose(0, 1, "first").ok());
+  h.Pump();
+  h.Isolate(2);
+  for (uint64_t t = 2; t <= 12; ++t) {
+    ASSERT_TRUE(h.Propose(0, t, "v" + std::to_string(t)).ok());
+    h.Pump();
+  }
+  // Now node 1 is away and node 2 is behind: node 2's vote is needed.
+  h.Heal(2);
+  h.Isolate(1);
+  const uint64_t prepares = h.core(0)->stats().prepares_started;
+  ASSERT_TRUE(h.Propose(0, 13, "after").ok());  // instance 12 >= 1 + 8 on node 2
+  h.Pump();
+  EXPECT_GE(h.core(0)->stats().behind_replies, 1u);
+  EXPECT_GE(h.core(0)->stats().behind_resends, 1u);
+  // Chosen without any timer firing: the re-sent ACCEPT reached node 2 once
+  // its catch-up moved it up, under the same ballot.
+  EXPECT_EQ(h.core(0)->stats().prepares_started, prepares);
+  EXPECT_EQ(h.core(0)->chosen_end(), 13u);
+  ASSERT_EQ(h.node(0).finished.size(), 13u);
+  EXPECT_TRUE(h.node(0).finished.back().status.ok());
+}
+
 TEST(BoundsTest, FarChosenIsIgnoredAndNoHugeNoopFill) {
   Harness h(3, Small);
   PaxosMsg c = Msg(CHOSEN, uint64_t{1} << 18, Ballot(1, 2), 2);

@@ -83,6 +83,8 @@ const MutationCase kCases[] = {
     {paxos::TestMutation::kFarChosenUnbounded, kDiverged, true},
 };
 
+void PrintTo(const MutationCase& c, std::ostream* os) { *os << MutationName(c.mutation); }
+
 // The bound: each caught within 500 seeds x 2000 steps on 3 nodes.
 constexpr uint64_t kMaxSeeds = 500;
 
