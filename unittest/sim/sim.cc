@@ -9,6 +9,7 @@
 
 #include "paxos/core.h"
 #include "paxos/random.h"
+#include "paxos/round.h"
 #include "unittest/sim/mem_log_storage.h"
 
 namespace chorus {
@@ -19,6 +20,7 @@ using paxos::Core;
 using paxos::CoreOptions;
 using paxos::Outputs;
 using paxos::Rng;
+using paxos::Round;
 using paxos::TimerId;
 
 const char* MutationName(paxos::TestMutation m) {
@@ -66,15 +68,20 @@ constexpr size_t kValueBytes = 64;  // CoreOptions::max_value_bytes here
 // not persist them.
 constexpr uint64_t kCrashAfterPromisePpm = 400000;
 constexpr uint64_t kCrashAfterAcceptPpm = 5000;
+// A round that holds fewer steps than its limit executes at a flush event
+// this many ms later at most (0: after the events already due now), as a
+// runtime loop executes after taking what is queued: other events for the
+// node can land in the round before it.
+constexpr uint64_t kMaxFlushDelayMs = 5;
 
-enum class EventType : uint8_t { kDeliver, kTimer, kChaos, kRestart, kHeal };
+enum class EventType : uint8_t { kDeliver, kTimer, kChaos, kRestart, kHeal, kFlush };
 
 struct Event {
   uint64_t time = 0;
   uint64_t seq = 0;
   EventType type = EventType::kChaos;
   int node = 0;
-  uint64_t incarnation = 0;  // kTimer: the incarnation that started it
+  uint64_t incarnation = 0;  // kTimer, kFlush: the incarnation that queued it
   std::string bytes;         // kDeliver
   TimerId timer;             // kTimer
   bool operator>(const Event& o) const {
@@ -98,6 +105,10 @@ struct Node {
   std::vector<std::string> history;  // learned keys, in instance order
   int partition = 0;
   std::set<uint64_t> pending;  // tokens of unfinished proposals of this incarnation
+  // Group commit: the outputs of this incarnation's steps not executed yet.
+  Round round;
+  uint64_t round_limit = 1;  // the round executes once it holds this many steps
+  bool flush_due = false;    // a kFlush event of this incarnation is queued
 };
 
 uint64_t Mix(uint64_t h, uint64_t v) {
@@ -188,7 +199,7 @@ class Sim {
   bool Converged() const {
     uint64_t end = 0;
     for (const auto& n : nodes_) {
-      if (!n->core || !n->pending.empty()) return false;
+      if (!n->core || !n->pending.empty() || !n->round.empty()) return false;
       if (&n == &nodes_[0]) end = n->core->chosen_end();
       if (n->core->chosen_end() != end) return false;
     }
@@ -252,7 +263,7 @@ class Sim {
         " chosen_end=" + std::to_string(end));
     Outputs out;
     n.core->Start(&out);
-    Execute(i, &out);
+    EndStep(i, &out);
   }
 
   void Tally(const Node& n) {
@@ -266,6 +277,8 @@ class Sim {
     Tally(n);
     n.core.reset();
     n.log.Crash();
+    n.round.Clear();  // nothing of it was persisted or sent
+    n.flush_due = false;
     for (uint64_t t : n.pending) proposals_[t].abandoned = true;
     n.pending.clear();
     r_.crashes++;
@@ -314,6 +327,54 @@ class Sim {
     }
   }
 
+  // Group commit, as node/group.cc runs it: the outputs of node i's next
+  // 1..max_round_steps core steps (drawn per round) accumulate in its round;
+  // the round executes once it holds that many, or at a flush event soon
+  // after it became non-empty.
+  void EndStep(int i, Outputs* out) {
+    Node& n = *nodes_[i];
+    if (n.round.steps() == 0) {
+      n.round_limit = o_.max_round_steps <= 1 ? 1 : 1 + rng_.Uniform(o_.max_round_steps);
+    }
+    n.round.Add(out);
+    if (n.round.steps() >= n.round_limit) {
+      ExecuteRound(i);
+    } else if (!n.round.empty() && !n.flush_due) {
+      n.flush_due = true;
+      Push(Event{now_ + rng_.Uniform(kMaxFlushDelayMs + 1), 0, EventType::kFlush, i,
+                 n.incarnation, {}, {}});
+    }
+  }
+
+  void ExecuteRound(int i) {
+    Node& n = *nodes_[i];
+    const size_t steps = n.round.steps();
+    Outputs out;
+    n.round.Take(&out);
+    if (steps > 1) {
+      r_.merged_rounds++;
+      Log("node " + std::to_string(n.id) + " executes a round of " + std::to_string(steps) +
+          " steps");
+    }
+    // Crash points: right after the node answered a PREPARE with a PROMISE,
+    // or an ACCEPT with ACCEPTED (the reply is on the wire). Decided per
+    // executed round: the runtime can only crash between rounds' effects.
+    bool promised = false, accepted = false;
+    for (const auto& m : out.messages) {
+      paxos::PaxosMsg reply;
+      if (!reply.ParseFromString(m.bytes)) continue;
+      promised = promised || reply.type() == paxos::PROMISE;
+      accepted = accepted || reply.type() == paxos::ACCEPTED;
+    }
+    Execute(i, &out);
+    if (!quiet_ && n.core &&
+        (promised ? rng_.OneIn(kCrashAfterPromisePpm)
+                  : accepted && rng_.OneIn(kCrashAfterAcceptPpm))) {
+      Crash(i);
+    }
+  }
+
+  // Executes one merged round of node i: persist -> send -> apply -> timers.
   void Execute(int i, Outputs* out) {
     Node& n = *nodes_[i];
     if (!out->persist.empty()) n.log.Write(out->persist, out->sync);
@@ -405,7 +466,7 @@ class Sim {
     Outputs out;
     Status s = n.core->Propose(token, p.data, &out);
     if (!s.ok()) Violation("Propose failed: " + s.ToString());
-    Execute(i, &out);
+    EndStep(i, &out);
   }
 
   void Chaos() {
@@ -434,7 +495,7 @@ class Sim {
     Event e = queue_.top();
     queue_.pop();
     now_ = e.time;
-    r_.steps++;
+    if (e.type != EventType::kFlush) r_.steps++;
     hash_ = Mix(hash_, e.time);
     hash_ = Mix(hash_, static_cast<uint64_t>(e.type) * 131 + static_cast<uint64_t>(e.node));
     switch (e.type) {
@@ -448,13 +509,20 @@ class Sim {
       case EventType::kRestart:
         if (!nodes_[e.node]->core) StartNode(e.node);
         break;
+      case EventType::kFlush: {
+        Node& n = *nodes_[e.node];
+        if (!n.core || n.incarnation != e.incarnation) break;  // the round died with it
+        n.flush_due = false;
+        if (!n.round.empty()) ExecuteRound(e.node);
+        break;
+      }
       case EventType::kTimer: {
         Node& n = *nodes_[e.node];
         if (!n.core || n.incarnation != e.incarnation) break;
         hash_ = Mix(hash_, e.timer.generation);
         Outputs out;
         n.core->OnTimeout(e.timer, &out);
-        Execute(e.node, &out);
+        EndStep(e.node, &out);
         break;
       }
       case EventType::kDeliver: {
@@ -474,20 +542,7 @@ class Sim {
         Outputs out;
         Status s = n.core->OnMessage(e.bytes, &out);
         if (!s.ok()) Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
-        // Crash points: right after the node answered a PREPARE with a
-        // PROMISE, or an ACCEPT with ACCEPTED (the reply is on the wire).
-        paxos::PaxosMsg reply;
-        const bool promised = !out.messages.empty() &&
-                              reply.ParseFromString(out.messages[0].bytes) &&
-                              reply.type() == paxos::PROMISE;
-        const bool accepted = !promised && !out.messages.empty() &&
-                              reply.type() == paxos::ACCEPTED;
-        Execute(e.node, &out);
-        if (!quiet_ && n.core &&
-            ((promised && rng_.OneIn(kCrashAfterPromisePpm)) ||
-             (accepted && rng_.OneIn(kCrashAfterAcceptPpm)))) {
-          Crash(e.node);
-        }
+        EndStep(e.node, &out);  // crash points: ExecuteRound
         break;
       }
     }

@@ -68,6 +68,24 @@ TEST(SimTest, AcceptLowerBallotIsCaught) {
   EXPECT_NE(FirstViolatingSeed(paxos::TestMutation::kAcceptLowerBallot, 3, 300), 0u);
 }
 
+// Group commit runs in the simulation: rounds merge several core steps
+// (and with max_round_steps = 1 none do), and a run stays reproducible.
+TEST(SimTest, NodesExecuteMergedRounds) {
+  SimOptions o;
+  uint64_t merged = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    o.seed = seed;
+    SimResult r = RunSim(o);
+    ASSERT_FALSE(r.violation) << "seed " << seed << ": " << r.what;
+    merged += r.merged_rounds;
+  }
+  EXPECT_GT(merged, 0u);
+  o.max_round_steps = 1;
+  SimResult single = RunSim(o);
+  EXPECT_FALSE(single.violation) << single.what;
+  EXPECT_EQ(single.merged_rounds, 0u);
+}
+
 }  // namespace
 }  // namespace sim
 }  // namespace chorus
