@@ -21,6 +21,11 @@ enum class TestMutation {
   kForgetPromise = 1,
   // The acceptor accepts a ballot lower than the one it promised.
   kAcceptLowerBallot = 2,
+  // Group commit (round.h) keeps the FIRST record / variable a round holds
+  // for a key instead of the last: a node that promised or accepted twice in
+  // one round persists the older state. Numbered apart from the role
+  // mutations above so that lists growing on both sides do not collide.
+  kRoundKeepsFirst = 32,
 };
 
 // Ballot numbers above this are never used: a message carrying one is

@@ -14,10 +14,19 @@ void AppendAll(std::vector<T>* to, std::vector<T>* from) {
   for (T& x : *from) to->push_back(std::move(x));
 }
 
+// Last wins: the latest state of a key is the one to persist. With
+// `keep_first` (the test mutation) the entry already there stays instead.
+template <typename Key>
+void Put(std::map<Key, std::string>* map, const Key& key, std::string* value, bool keep_first) {
+  if (keep_first && map->count(key) != 0) return;
+  (*map)[key] = std::move(*value);
+}
+
 }  // namespace
 
 void Round::Add(Outputs* step) {
   steps_++;
+  const bool keep_first = mutation_ == TestMutation::kRoundKeepsFirst;
   LogWriteBatch& p = merged_.persist;
   // The trim first: it removes what earlier steps merged below it, never
   // this step's own records (the storage applies delete_below first). A trim
@@ -27,9 +36,8 @@ void Round::Add(Outputs* step) {
     records_.erase(records_.begin(), records_.lower_bound(below));
     p.delete_below = std::max(p.delete_below, below);
   }
-  // Last wins: the latest state of a key is the one to persist.
-  for (auto& rec : step->persist.records) records_[rec.first] = std::move(rec.second);
-  for (auto& var : step->persist.variables) variables_[var.first] = std::move(var.second);
+  for (auto& rec : step->persist.records) Put(&records_, rec.first, &rec.second, keep_first);
+  for (auto& var : step->persist.variables) Put(&variables_, var.first, &var.second, keep_first);
   merged_.sync = merged_.sync || step->sync;
   AppendAll(&merged_.messages, &step->messages);
   AppendAll(&merged_.chosen, &step->chosen);

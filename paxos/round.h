@@ -48,6 +48,7 @@
 #include <map>
 #include <string>
 
+#include "paxos/options.h"
 #include "paxos/outputs.h"
 
 namespace chorus {
@@ -55,6 +56,10 @@ namespace paxos {
 
 class Round {
  public:
+  // `mutation`: TestMutation::kRoundKeepsFirst breaks the last-wins rule
+  // (tests only); every other value merges correctly.
+  explicit Round(TestMutation mutation = TestMutation::kNone) : mutation_(mutation) {}
+
   // Merges the outputs of the next core step (the steps must be added in the
   // order the core produced them). Moves out of *step and clears it, so the
   // caller can hand it to the core's next input.
@@ -78,6 +83,7 @@ class Round {
   void Clear();
 
  private:
+  const TestMutation mutation_;
   std::map<uint64_t, std::string> records_;
   std::map<std::string, std::string> variables_;
   // Every field but persist.records / persist.variables, merged.

@@ -44,8 +44,8 @@ Outputs Merged(Round* round) {
 }
 
 // Adds `steps` in order to a fresh round and takes the merged round.
-Outputs MergeSteps(std::vector<Outputs> steps) {
-  Round round;
+Outputs MergeSteps(std::vector<Outputs> steps, TestMutation m = TestMutation::kNone) {
+  Round round(m);
   for (Outputs& step : steps) round.Add(&step);
   return Merged(&round);
 }
@@ -63,6 +63,15 @@ TEST(RoundTest, VariablesDedupeLastWins) {
   const Outputs out = MergeSteps({Persist({}, {{"promise", "p1"}, {"master", "m1"}}),
                                   Persist({}, {{"promise", "p2"}})});
   EXPECT_EQ(out.persist.variables, (Variables{{"master", "m1"}, {"promise", "p2"}}));
+}
+
+
+TEST(RoundTest, MutationKeepsFirstEntryPerKey) {
+  const Outputs out = MergeSteps({Persist({{5, "a5"}}, {{"promise", "p1"}}),
+                                  Persist({{5, "b5"}, {6, "b6"}}, {{"promise", "p2"}})},
+                                 TestMutation::kRoundKeepsFirst);
+  EXPECT_EQ(out.persist.records, (Records{{5, "a5"}, {6, "b6"}}));
+  EXPECT_EQ(out.persist.variables, (Variables{{"promise", "p1"}}));
 }
 
 

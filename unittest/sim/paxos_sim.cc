@@ -13,7 +13,7 @@ DEFINE_uint64(seeds, 100, "number of seeds to run");
 DEFINE_uint64(first_seed, 1, "first seed");
 DEFINE_uint64(steps, 2000, "events per seed in the fault phase");
 DEFINE_int32(nodes, 3, "cluster size");
-DEFINE_string(mutation, "none", "none | forget_promise | accept_lower_ballot");
+DEFINE_string(mutation, "none", "none | forget_promise | accept_lower_ballot | round_keeps_first");
 DEFINE_bool(verbose, false, "print every event");
 DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
 DEFINE_uint64(window, 0, "acceptance window (>= max_inflight); 0: drawn per seed");

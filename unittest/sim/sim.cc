@@ -31,13 +31,15 @@ const char* MutationName(paxos::TestMutation m) {
       return "forget_promise";
     case paxos::TestMutation::kAcceptLowerBallot:
       return "accept_lower_ballot";
+    case paxos::TestMutation::kRoundKeepsFirst:
+      return "round_keeps_first";
   }
   return "?";
 }
 
 bool ParseMutation(const std::string& name, paxos::TestMutation* m) {
   for (auto c : {paxos::TestMutation::kNone, paxos::TestMutation::kForgetPromise,
-                 paxos::TestMutation::kAcceptLowerBallot}) {
+                 paxos::TestMutation::kAcceptLowerBallot, paxos::TestMutation::kRoundKeepsFirst}) {
     if (name == MutationName(c)) {
       *m = c;
       return true;
@@ -98,6 +100,7 @@ struct Proposal {
 };
 
 struct Node {
+  explicit Node(paxos::TestMutation m) : round(m) {}
   uint64_t id = 0;
   MemLogStorage log;
   std::unique_ptr<Core> core;  // null while crashed
@@ -126,7 +129,7 @@ class Sim {
  public:
   explicit Sim(const SimOptions& o) : o_(o), rng_(o.seed * 0x2545F4914F6CDD1DULL + 1) {
     for (int i = 0; i < o.nodes; ++i) {
-      nodes_.emplace_back(new Node());
+      nodes_.emplace_back(new Node(o.mutation));
       nodes_.back()->id = 1000 + 7 * static_cast<uint64_t>(i);
       members_.push_back(nodes_.back()->id);
     }

@@ -73,7 +73,7 @@ struct SimResult {
 SimResult RunSim(const SimOptions& options);
 
 const char* MutationName(paxos::TestMutation m);
-// Parses none | forget_promise | accept_lower_ballot.
+// Parses none | forget_promise | accept_lower_ballot | round_keeps_first.
 bool ParseMutation(const std::string& name, paxos::TestMutation* m);
 
 }  // namespace sim

@@ -86,6 +86,23 @@ TEST(SimTest, NodesExecuteMergedRounds) {
   EXPECT_EQ(single.merged_rounds, 0u);
 }
 
+TEST(SimTest, RoundKeepsFirstIsCaught) {
+  EXPECT_NE(FirstViolatingSeed(paxos::TestMutation::kRoundKeepsFirst, 3, 300), 0u);
+}
+
+// The mutation only breaks rounds that hold two states of one key: with one
+// step per round the run is the unmutated one, event for event.
+TEST(SimTest, RoundKeepsFirstNeedsMergedRounds) {
+  SimOptions o;
+  o.seed = 4;
+  o.max_round_steps = 1;
+  SimResult clean = RunSim(o);
+  o.mutation = paxos::TestMutation::kRoundKeepsFirst;
+  SimResult mutated = RunSim(o);
+  EXPECT_FALSE(mutated.violation) << mutated.what;
+  EXPECT_EQ(clean.hash, mutated.hash);
+}
+
 }  // namespace
 }  // namespace sim
 }  // namespace chorus
