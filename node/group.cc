@@ -29,10 +29,6 @@ uint64_t FreshSeed() {
          static_cast<uint64_t>(Clock::now().time_since_epoch().count());
 }
 
-void AppendAll(std::vector<paxos::OutMessage>* to, std::vector<paxos::OutMessage>* from) {
-  for (auto& m : *from) to->push_back(std::move(m));
-}
-
 }  // namespace
 
 Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
@@ -94,7 +90,7 @@ Status Group::Replay() {
 Status Group::Start() {
   paxos::Outputs out;
   core_->Start(&out);
-  round_ = std::move(out);
+  round_.Add(&out);
   try {
     loop_ = std::thread([this] { Loop(); });
   } catch (const std::system_error& e) {
@@ -247,13 +243,7 @@ void Group::RunRounds() {
     ExecuteRound();
     // Proposals that ended this round made room: start waiting ones.
     DrainBacklog();
-  } while (!RoundEmpty());
-}
-
-bool Group::RoundEmpty() const {
-  const paxos::Outputs& r = round_;
-  return r.persist.empty() && r.messages.empty() && r.chosen.empty() && r.finished.empty() &&
-         r.timers.empty() && r.cancel_timers.empty() && r.errors.empty();
+  } while (!round_.empty());
 }
 
 void Group::HandleEvent(Event* event, paxos::Outputs* step) {
@@ -379,46 +369,11 @@ void Group::HandleDeadline(uint64_t token, paxos::Outputs* step) {
   if (halted_.ok()) core_->Cancel(token, step);
 }
 
-void Group::Merge(paxos::Outputs* step) {
-  paxos::Outputs& r = round_;
-  // Merging must give what executing the steps one by one would give.
-  // Storage applies a batch's deletes before its records: a step's trim also
-  // removes records that earlier steps of this round wrote below it.
-  if (step->persist.delete_below > r.persist.delete_below) {
-    const uint64_t below = step->persist.delete_below;
-    auto& recs = r.persist.records;
-    recs.erase(std::remove_if(recs.begin(), recs.end(),
-                              [below](const auto& rec) { return rec.first < below; }),
-               recs.end());
-    r.persist.delete_below = below;
-  }
-  for (auto& rec : step->persist.records) r.persist.records.push_back(std::move(rec));
-  for (auto& var : step->persist.variables) r.persist.variables.push_back(std::move(var));
-  r.sync = r.sync || step->sync;
-  AppendAll(&r.messages, &step->messages);
-  for (auto& c : step->chosen) r.chosen.push_back(std::move(c));
-  for (auto& f : step->finished) r.finished.push_back(std::move(f));
-  // Timers: a later step's cancel drops a start of this round it names, and
-  // a later start of a kind supersedes an earlier start of that kind; what
-  // is left runs as cancels then starts, like a single step.
-  for (const paxos::TimerId& c : step->cancel_timers) {
-    r.timers.erase(std::remove_if(r.timers.begin(), r.timers.end(),
-                                  [&c](const paxos::TimerStart& t) { return t.id == c; }),
-                   r.timers.end());
-    r.cancel_timers.push_back(c);
-  }
-  for (const paxos::TimerStart& t : step->timers) {
-    r.timers.erase(std::remove_if(r.timers.begin(), r.timers.end(),
-                                  [&t](const paxos::TimerStart& o) { return o.id.kind == t.id.kind; }),
-                   r.timers.end());
-    r.timers.push_back(t);
-  }
-  for (auto& e : step->errors) r.errors.push_back(std::move(e));
-}
+void Group::Merge(paxos::Outputs* step) { round_.Add(step); }
 
 void Group::ExecuteRound() {
-  paxos::Outputs round = std::move(round_);
-  round_.Clear();
+  paxos::Outputs round;
+  round_.Take(&round);
   for (const Status& e : round.errors) {
     CHORUS_LOG(env_.logger, kWarning, "group %u: %s", index_, e.ToString().c_str());
   }

@@ -3,12 +3,14 @@
 // thread that touches the core and the state machines.
 //
 // The loop takes every queued event (messages, timeouts, proposals,
-// deadlines), feeds each into the core, and executes the merged outputs of
-// all of them in the order the core's contract requires:
-//   persist (one synced write for the whole round: group commit)
+// deadlines), feeds each into the core, adds each step's outputs to one
+// paxos::Round (paxos/round.h: the core's group commit, which the simulation
+// runs too), and executes the merged round in the order the core's contract
+// requires:
+//   persist (one synced write for the whole round)
 //   -> send -> apply chosen values, answer proposers -> timers.
-// Merging rounds is safe because a message is only ever sent after every
-// record of the round, its own included, is durable.
+// The loop does no merging of its own: what a round holds, and why merging
+// is safe, is round.h's contract.
 #ifndef CHORUS_NODE_GROUP_H_
 #define CHORUS_NODE_GROUP_H_
 
@@ -33,6 +35,7 @@
 #include "node/proposal.h"
 #include "node/propose_batch.h"
 #include "paxos/core.h"
+#include "paxos/round.h"
 #include "utils/logging.h"
 #include "utils/notifier_pool.h"
 #include "utils/timer_thread.h"
@@ -91,8 +94,9 @@ class Group {
   Status Replay();
   void Loop();
   void HandleEvent(Event* event, paxos::Outputs* step);
+  // Executes the current round, then rounds of what the executed ones
+  // unblocked (backlog starts), until a round is empty.
   void RunRounds();
-  bool RoundEmpty() const;
   void HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
   // Answers `request` with Busy (queue wait exceeded) or Timeout (deadline
   // passed) and returns true, or returns false if it may still start.
@@ -105,7 +109,9 @@ class Group {
   void DrainBacklog();
   void ArmBacklogTimer();
   void HandleDeadline(uint64_t token, paxos::Outputs* step);
+  // Adds the outputs of one core step to the current round (clears *step).
   void Merge(paxos::Outputs* step);
+  // Executes the current round and starts an empty one.
   void ExecuteRound();
   void Apply(const paxos::ChosenValue& chosen);
   void Finish(const paxos::ProposalResult& result);
@@ -142,7 +148,7 @@ class Group {
 
   // ---- Loop thread only ----
   std::unique_ptr<GroupTimers> timers_;
-  paxos::Outputs round_;  // outputs of the current round, merged
+  paxos::Round round_;  // the current round: the steps since the last ExecuteRound
   uint64_t next_token_ = 1;
   struct InCore {
     std::shared_ptr<ProposalRequest> request;

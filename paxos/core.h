@@ -18,7 +18,9 @@
 //   core->Start(&out);  Execute(out);             // arms the learn timer
 //   loop: for each input (a Propose, a message from the transport, a timer
 //   firing, a Cancel) call the matching method with a fresh `out`, then
-//   Execute(out) before feeding the next input.
+//   Execute(out) before feeding the next input. Or (group commit) add each
+//   step's `out` to a Round (round.h) and Execute the merged round after
+//   several inputs: the core's state may run ahead of what is executed.
 //
 // Execute(out) MUST do, in this order:
 //   1. persist: log->Write(out.persist, out.sync) when !out.persist.empty().

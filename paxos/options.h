@@ -54,6 +54,10 @@ enum class TestMutation {
   // (ignored by its learner) does not bound the ballot; only visible when
   // members' windows differ (the simulation's --mixed_options).
   kFarChosenUnbounded,
+  // Group commit (round.h) keeps the FIRST record / variable a round holds
+  // for a key instead of the last: a node that promised or accepted twice in
+  // one round persists the older state.
+  kRoundKeepsFirst,
 };
 
 // The largest ballot number ever used: a message carrying a larger one (2^62

@@ -19,13 +19,16 @@ DEFINE_string(mutation, "none",
               "accepted_not_recovered, promise_drops_far, promise_drops_last, "
               "promise_drops_chosen, unsynced_writes, ignore_reported_end, adopt_first_only, "
               "adopt_lowest_ballot, fast_path_while_preparing, accept_promise_not_persisted, "
-              "far_chosen_unbounded");
+              "far_chosen_unbounded, round_keeps_first");
 DEFINE_bool(verbose, false, "print every event");
 DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
 DEFINE_uint64(window, 0, "acceptance window (>= max_inflight); 0: drawn per seed");
 DEFINE_uint64(promise_budget_bytes, 0, "PROMISE value-byte budget (>= 80); 0: drawn per seed");
 DEFINE_bool(mixed_options, false,
             "each start of each node draws its own max_inflight, window and PROMISE budget");
+DEFINE_uint64(max_round_steps, 4,
+              "group commit: core steps a node merges into one round at most (drawn per round "
+              "from 1..N); 1: every step executes on its own");
 
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -53,8 +56,13 @@ int main(int argc, char** argv) {
   o.window = FLAGS_window;
   o.promise_budget_bytes = FLAGS_promise_budget_bytes;
   o.mixed_options = FLAGS_mixed_options;
+  if (FLAGS_max_round_steps < 1) {
+    std::fprintf(stderr, "--max_round_steps must be >= 1\n");
+    return 2;
+  }
+  o.max_round_steps = FLAGS_max_round_steps;
   unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
-                     crashes = 0, behind = 0, truncated = 0;
+                     crashes = 0, behind = 0, truncated = 0, merged = 0;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
     o.seed = seed;
     chorus::sim::SimResult r = chorus::sim::RunSim(o);
@@ -66,23 +74,25 @@ int main(int argc, char** argv) {
     crashes += r.crashes;
     behind += r.behind;
     truncated += r.truncated;
+    merged += r.merged_rounds;
     if (r.violation) {
       violations++;
       std::printf("seed %llu FAILED: %s\n  replay: paxos_sim --first_seed=%llu --seeds=1 "
                   "--steps=%llu --nodes=%d --max_inflight=%llu --window=%llu "
-                  "--promise_budget_bytes=%llu --mutation=%s%s --verbose\n",
+                  "--promise_budget_bytes=%llu --max_round_steps=%llu --mutation=%s%s --verbose\n",
                   static_cast<unsigned long long>(seed), r.what.c_str(),
                   static_cast<unsigned long long>(seed),
                   static_cast<unsigned long long>(FLAGS_steps), FLAGS_nodes,
                   static_cast<unsigned long long>(FLAGS_max_inflight),
                   static_cast<unsigned long long>(FLAGS_window),
                   static_cast<unsigned long long>(FLAGS_promise_budget_bytes),
-                  FLAGS_mutation.c_str(), FLAGS_mixed_options ? " --mixed_options" : "");
+                  static_cast<unsigned long long>(FLAGS_max_round_steps), FLAGS_mutation.c_str(),
+                  FLAGS_mixed_options ? " --mixed_options" : "");
     }
   }
   std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu accepts_behind=%llu "
-              "truncated_promises=%llu\n",
-              chosen, proposals, ok, crashes, behind, truncated);
+              "truncated_promises=%llu merged_rounds=%llu\n",
+              chosen, proposals, ok, crashes, behind, truncated, merged);
   std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
               static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);
   return violations > 0 ? 1 : 0;

@@ -10,6 +10,7 @@
 
 #include "paxos/core.h"
 #include "paxos/random.h"
+#include "paxos/round.h"
 #include "unittest/sim/mem_log_storage.h"
 
 namespace chorus {
@@ -20,6 +21,7 @@ using paxos::Core;
 using paxos::CoreOptions;
 using paxos::Outputs;
 using paxos::Rng;
+using paxos::Round;
 using paxos::TimerId;
 
 namespace {
@@ -46,6 +48,7 @@ constexpr MutationEntry kMutations[] = {
     {paxos::TestMutation::kFastPathWhilePreparing, "fast_path_while_preparing"},
     {paxos::TestMutation::kAcceptPromiseNotPersisted, "accept_promise_not_persisted"},
     {paxos::TestMutation::kFarChosenUnbounded, "far_chosen_unbounded"},
+    {paxos::TestMutation::kRoundKeepsFirst, "round_keeps_first"},
 };
 
 }  // namespace
@@ -98,15 +101,20 @@ constexpr size_t kValueBytes = 64;  // CoreOptions::max_value_bytes here
 // persist them.
 constexpr uint64_t kCrashAfterPromisePpm = 400000;
 constexpr uint64_t kCrashAfterAcceptPpm = 5000;
+// A round that holds fewer steps than its limit executes at a flush event
+// this many ms later at most (0: after the events already due now), as a
+// runtime loop executes after taking what is queued: other events for the
+// node can land in the round before it.
+constexpr uint64_t kMaxFlushDelayMs = 5;
 
-enum class EventType : uint8_t { kDeliver, kTimer, kChaos, kRestart, kHeal };
+enum class EventType : uint8_t { kDeliver, kTimer, kChaos, kRestart, kHeal, kFlush };
 
 struct Event {
   uint64_t time = 0;
   uint64_t seq = 0;
   EventType type = EventType::kChaos;
   int node = 0;
-  uint64_t incarnation = 0;  // kTimer: the incarnation that started it
+  uint64_t incarnation = 0;  // kTimer, kFlush: the incarnation that queued it
   std::string bytes;         // kDeliver
   TimerId timer;             // kTimer
   bool operator>(const Event& o) const {
@@ -130,6 +138,7 @@ struct NodeConfig {
 };
 
 struct Node {
+  explicit Node(paxos::TestMutation m) : round(m) {}
   uint64_t id = 0;
   NodeConfig config;
   // The highest ballot this node ever sent a PROMISE or ACCEPTED for (all
@@ -142,6 +151,11 @@ struct Node {
   uint64_t applied = 0;              // instances this incarnation emitted (or recovered)
   int partition = 0;
   std::set<uint64_t> pending;  // tokens of unfinished proposals of this incarnation
+  // Group commit: the outputs of this incarnation's steps not executed yet.
+  Round round;
+  uint64_t round_limit = 1;  // the round executes once it holds this many steps
+  bool flush_due = false;    // a kFlush event of this incarnation is queued
+  paxos::Ballot round_promised;  // the core's promise when the current round began
 };
 
 uint64_t Mix(uint64_t h, uint64_t v) {
@@ -159,7 +173,7 @@ class Sim {
  public:
   explicit Sim(const SimOptions& o) : o_(o), rng_(o.seed * 0x2545F4914F6CDD1DULL + 1) {
     for (int i = 0; i < o.nodes; ++i) {
-      nodes_.emplace_back(new Node());
+      nodes_.emplace_back(new Node(o.mutation));
       nodes_.back()->id = 1000 + 7 * static_cast<uint64_t>(i);
       members_.push_back(nodes_.back()->id);
     }
@@ -224,7 +238,7 @@ class Sim {
   bool Converged() const {
     uint64_t end = 0;
     for (const auto& n : nodes_) {
-      if (!n->core || !n->pending.empty()) return false;
+      if (!n->core || !n->pending.empty() || !n->round.empty()) return false;
       if (&n == &nodes_[0]) end = n->core->chosen_end();
       if (n->core->chosen_end() != end) return false;
     }
@@ -313,13 +327,14 @@ class Sim {
       }
     }
     n.applied = end;
+    n.round_promised = n.core->promised();
     Log("start node " + std::to_string(n.id) + " incarnation " + std::to_string(n.incarnation) +
         " chosen_end=" + std::to_string(end) + " max_inflight=" +
         std::to_string(n.config.max_inflight) + " window=" + std::to_string(n.config.window) +
         " budget=" + std::to_string(n.config.budget));
     Outputs out;
     n.core->Start(&out);
-    Execute(i, &out);
+    EndStep(i, &out);
   }
 
   void Tally(const Node& n) {
@@ -333,6 +348,8 @@ class Sim {
     Tally(n);
     n.core.reset();
     n.log.Crash();
+    n.round.Clear();  // nothing of it was persisted or sent
+    n.flush_due = false;
     for (uint64_t t : n.pending) proposals_[t].abandoned = true;
     n.pending.clear();
     r_.crashes++;
@@ -391,6 +408,65 @@ class Sim {
     }
   }
 
+  // Group commit, as node/group.cc runs it: the outputs of node i's next
+  // 1..max_round_steps core steps (drawn per round) accumulate in its round;
+  // the round executes once it holds that many, or at a flush event soon
+  // after it became non-empty.
+  void EndStep(int i, Outputs* out) {
+    Node& n = *nodes_[i];
+    // Reports need no execution: check them now, so a crash that drops the
+    // round cannot hide one.
+    for (const auto& e : out->errors) {
+      Violation("node " + std::to_string(n.id) + " reported: " + e.ToString());
+    }
+    out->errors.clear();
+    if (n.round.steps() == 0) {
+      n.round_limit = o_.max_round_steps <= 1 ? 1 : 1 + rng_.Uniform(o_.max_round_steps);
+    }
+    n.round.Add(out);
+    if (n.round.steps() >= n.round_limit) {
+      ExecuteRound(i);
+    } else if (!n.round.empty() && !n.flush_due) {
+      n.flush_due = true;
+      Push(Event{now_ + rng_.Uniform(kMaxFlushDelayMs + 1), 0, EventType::kFlush, i,
+                 n.incarnation, {}, {}});
+    }
+  }
+
+  void ExecuteRound(int i) {
+    Node& n = *nodes_[i];
+    const size_t steps = n.round.steps();
+    Outputs out;
+    n.round.Take(&out);
+    if (steps > 1) {
+      r_.merged_rounds++;
+      Log("node " + std::to_string(n.id) + " executes a round of " + std::to_string(steps) +
+          " steps");
+    }
+    // Crash points: right after the node raised its promise (answered a
+    // PREPARE with a PROMISE, or accepted a higher ballot than it had
+    // promised), or answered an ACCEPT with ACCEPTED (the reply is on the
+    // wire). Decided per executed round: the runtime can only crash between
+    // rounds' effects.
+    const bool raised = n.round_promised < n.core->promised();
+    bool promised = false, accepted = false;
+    for (const auto& m : out.messages) {
+      paxos::PaxosMsg reply;
+      if (!reply.ParseFromString(m.bytes)) continue;
+      promised = promised || reply.type() == paxos::PROMISE ||
+                 (raised && reply.type() == paxos::ACCEPTED);
+      accepted = accepted || reply.type() == paxos::ACCEPTED;
+    }
+    Execute(i, &out);
+    n.round_promised = n.core->promised();
+    if (!quiet_ && n.core &&
+        (promised ? rng_.OneIn(kCrashAfterPromisePpm)
+                  : accepted && rng_.OneIn(kCrashAfterAcceptPpm))) {
+      Crash(i);
+    }
+  }
+
+  // Executes one merged round of node i: persist -> send -> apply -> timers.
   void Execute(int i, Outputs* out) {
     Node& n = *nodes_[i];
     if (!out->persist.empty()) n.log.Write(out->persist, out->sync);
@@ -505,7 +581,7 @@ class Sim {
     Outputs out;
     Status s = n.core->Propose(token, p.data, &out);
     if (!s.ok()) Violation("Propose failed: " + s.ToString());
-    Execute(i, &out);
+    EndStep(i, &out);
   }
 
   void Chaos() {
@@ -534,7 +610,7 @@ class Sim {
     Event e = queue_.top();
     queue_.pop();
     now_ = e.time;
-    r_.steps++;
+    if (e.type != EventType::kFlush) r_.steps++;
     hash_ = Mix(hash_, e.time);
     hash_ = Mix(hash_, static_cast<uint64_t>(e.type) * 131 + static_cast<uint64_t>(e.node));
     switch (e.type) {
@@ -548,13 +624,20 @@ class Sim {
       case EventType::kRestart:
         if (!nodes_[e.node]->core) StartNode(e.node);
         break;
+      case EventType::kFlush: {
+        Node& n = *nodes_[e.node];
+        if (!n.core || n.incarnation != e.incarnation) break;  // the round died with it
+        n.flush_due = false;
+        if (!n.round.empty()) ExecuteRound(e.node);
+        break;
+      }
       case EventType::kTimer: {
         Node& n = *nodes_[e.node];
         if (!n.core || n.incarnation != e.incarnation) break;
         hash_ = Mix(hash_, e.timer.generation);
         Outputs out;
         n.core->OnTimeout(e.timer, &out);
-        Execute(e.node, &out);
+        EndStep(e.node, &out);
         break;
       }
       case EventType::kDeliver: {
@@ -572,26 +655,9 @@ class Sim {
           }
         }
         Outputs out;
-        const paxos::Ballot promised_before = n.core->promised();
         Status s = n.core->OnMessage(e.bytes, &out);
         if (!s.ok()) Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
-        // Crash points: right after the node raised its promise (answering a
-        // PREPARE with a PROMISE, or accepting a higher ballot), or answered
-        // an ACCEPT with ACCEPTED (the reply is on the wire).
-        paxos::PaxosMsg reply;
-        const bool raised = promised_before < n.core->promised();
-        const bool promised = !out.messages.empty() &&
-                              reply.ParseFromString(out.messages[0].bytes) &&
-                              (reply.type() == paxos::PROMISE ||
-                               (raised && reply.type() == paxos::ACCEPTED));
-        const bool accepted = !promised && !out.messages.empty() &&
-                              reply.type() == paxos::ACCEPTED;
-        Execute(e.node, &out);
-        if (!quiet_ && n.core &&
-            ((promised && rng_.OneIn(kCrashAfterPromisePpm)) ||
-             (accepted && rng_.OneIn(kCrashAfterAcceptPpm)))) {
-          Crash(e.node);
-        }
+        EndStep(e.node, &out);  // crash points: ExecuteRound
         break;
       }
     }

@@ -7,6 +7,13 @@
 // from that storage); proposals from random nodes. Everything flows from one
 // seed: the same seed gives the same run and the same event-log hash.
 //
+// Group commit runs as in the runtime: each node adds the outputs of its
+// core steps to a paxos::Round (paxos/round.h) and executes the merged round
+// (persist, send, apply, timers) once it holds a number of steps drawn per
+// round from 1..max_round_steps, or at a flush event a few virtual ms after
+// it became non-empty (other events for the node may land in it first). A
+// crash discards the unexecuted round: nothing of it was persisted or sent.
+//
 // Checked after every step (an event: a delivery, a timer, a proposal, a
 // fault): no two nodes learn different values for an instance; a node's
 // learned values never change (also across restarts); values come out in
@@ -47,11 +54,15 @@ struct SimOptions {
   // promise_budget_bytes, overriding the three fields above: members disagree,
   // and a restart may lower or raise them (a rolling change).
   bool mixed_options = false;
+  // Group commit: a node's round merges at most this many consecutive core
+  // steps (the number is drawn per round in [1, max_round_steps]). 1: every
+  // step executes on its own. REQUIRES >= 1.
+  size_t max_round_steps = 4;
   bool verbose = false;  // print every event to stdout
 };
 
 struct SimResult {
-  uint64_t steps = 0;         // events processed (both phases)
+  uint64_t steps = 0;         // events processed (both phases; round flushes not counted)
   uint64_t faults = 0;        // drops + duplicates + long delays + partitions + crashes
   uint64_t crashes = 0;
   uint64_t chosen = 0;        // instances chosen by the end
@@ -62,6 +73,7 @@ struct SimResult {
   uint64_t hash = 0;          // hash of the whole event log
   uint64_t behind = 0;        // ACCEPTs refused as behind (all incarnations)
   uint64_t truncated = 0;     // PROMISEs truncated by the byte budget
+  uint64_t merged_rounds = 0;  // rounds executed that merged two or more steps
 };
 
 SimResult RunSim(const SimOptions& options);

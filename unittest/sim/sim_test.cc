@@ -56,7 +56,10 @@ TEST(SimTest, CleanRunsChooseValuesAndInjectFaults) {
 // rule's consequence, not some unrelated failure (a crash in recovery, a
 // liveness timeout).
 constexpr char kBrokePromise[] = "it broke a promise";
-constexpr char kDiverged[] = "(conflicting chosen values|but another node learned)";
+constexpr char kDiverged[] =
+    "(conflicting chosen values|but another node learned|changed across a restart: it learned)";
+// A node restarts from a log that lacks what it had promised, accepted or learned.
+constexpr char kRecovery[] = "(failed to recover|changed across a restart|cannot replay)";
 
 struct MutationCase {
   paxos::TestMutation mutation;
@@ -81,6 +84,7 @@ const MutationCase kCases[] = {
     {paxos::TestMutation::kFastPathWhilePreparing, kDiverged, false},
     {paxos::TestMutation::kAcceptPromiseNotPersisted, kBrokePromise, false},
     {paxos::TestMutation::kFarChosenUnbounded, kDiverged, true},
+    {paxos::TestMutation::kRoundKeepsFirst, kRecovery, false},
 };
 
 void PrintTo(const MutationCase& c, std::ostream* os) { *os << MutationName(c.mutation); }
@@ -152,6 +156,37 @@ TEST(SimTest, MixedOptionsRunsAreClean) {
     EXPECT_GT(ok, 0u);
     EXPECT_GT(behind, 0u);  // the differing windows were exercised
   }
+}
+
+// Group commit runs in the simulation: rounds merge several core steps
+// (and with max_round_steps = 1 none do), and a run stays reproducible.
+TEST(SimTest, NodesExecuteMergedRounds) {
+  SimOptions o;
+  uint64_t merged = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    o.seed = seed;
+    SimResult r = RunSim(o);
+    ASSERT_FALSE(r.violation) << "seed " << seed << ": " << r.what;
+    merged += r.merged_rounds;
+  }
+  EXPECT_GT(merged, 0u);
+  o.max_round_steps = 1;
+  SimResult single = RunSim(o);
+  EXPECT_FALSE(single.violation) << single.what;
+  EXPECT_EQ(single.merged_rounds, 0u);
+}
+
+// The mutation only breaks rounds that hold two states of one key: with one
+// step per round the run is the unmutated one, event for event.
+TEST(SimTest, RoundKeepsFirstNeedsMergedRounds) {
+  SimOptions o;
+  o.seed = 4;
+  o.max_round_steps = 1;
+  SimResult clean = RunSim(o);
+  o.mutation = paxos::TestMutation::kRoundKeepsFirst;
+  SimResult mutated = RunSim(o);
+  EXPECT_FALSE(mutated.violation) << mutated.what;
+  EXPECT_EQ(clean.hash, mutated.hash);
 }
 
 }  // namespace

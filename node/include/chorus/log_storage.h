@@ -28,11 +28,15 @@
 namespace chorus {
 
 // One atomic change to the log: all of it is applied, or none of it.
+// Guarantee to implementations: a batch chorus hands to Write never holds two
+// entries for one instance id in `records`, nor two for one name in
+// `variables` (group commit keeps only the last state of each key),
+// so a storage may apply the entries in any order.
 struct LogWriteBatch {
   // Instance records to store (instance id -> record bytes), replacing any
-  // record already stored under that id.
+  // record already stored under that id. Each id at most once.
   std::vector<std::pair<uint64_t, std::string>> records;
-  // Named variables to set.
+  // Named variables to set. Each name at most once.
   std::vector<std::pair<std::string, std::string>> variables;
   // Remove every record with instance id < delete_below (0: remove nothing).
   // Used by log trimming after a checkpoint. Applied before `records`, so a
