@@ -9,7 +9,7 @@
 
 #include "paxos/core.h"
 #include "paxos/random.h"
-#include "unittest/sim/mem_log_storage.h"
+#include "unittest/support/mem_log_storage.h"
 
 namespace chorus {
 namespace sim {
