@@ -469,7 +469,7 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
   }
   if (!chosen.noop) {
     std::vector<AppValue> values;
-    Status s = DecodeValue(chosen.value, &values);
+    Status s = DecodeAppValues(chosen.value, &values);
     if (!s.ok()) {
       // Every replica decodes the same bytes the same way: skipping keeps them equal.
       CHORUS_LOG(env_.logger, kError, "group %u: instance %llu holds a value chorus cannot decode: %s",

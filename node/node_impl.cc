@@ -13,7 +13,7 @@ namespace chorus {
 Node::~Node() = default;
 
 Status Node::Open(const Options& options, std::unique_ptr<Node>* node) {
-  Status s = ValidateOptions(options);
+  Status s = ValidateNodeOptions(options);
   if (!s.ok()) return s;
   auto impl = std::make_unique<NodeImpl>(options);
   s = impl->Init();

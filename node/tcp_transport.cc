@@ -784,7 +784,7 @@ class TcpTransportImpl : public TcpTransport {
   std::atomic<uint64_t> closed_header_timeout_{0};
 };
 
-Status ValidateOptions(const TcpTransportOptions& o) {
+Status ValidateTcpTransportOptions(const TcpTransportOptions& o) {
   if (o.self.id() == 0 || o.self.port == 0) {
     return Status::InvalidArgument("self '" + o.self.ToString() + "' is not a valid ip:port");
   }
@@ -838,7 +838,7 @@ void FailIncomingEpollAdds(int n) { g_fail_incoming_epoll_adds.store(n); }
 }  // namespace tcp_transport_testing
 
 Status NewTcpTransport(const TcpTransportOptions& options, std::unique_ptr<TcpTransport>* out) {
-  Status s = ValidateOptions(options);
+  Status s = ValidateTcpTransportOptions(options);
   if (!s.ok()) return s;
   auto transport = std::make_unique<TcpTransportImpl>(options);
   s = transport->Init();

@@ -12,7 +12,10 @@
 // Status::Corruption, never as data.
 //
 // Thread safety: implementations must allow concurrent calls from several
-// threads (the group loop writes while a catch-up reader reads).
+// threads. The group's loop thread makes every Write and most reads
+// (recovery at Open, values a lagging peer asks for); other threads read at
+// the same time, e.g. Node::GetMinChosenInstanceId calls GetMinInstanceId
+// from the application's thread.
 
 #ifndef CHORUS_LOG_STORAGE_H_
 #define CHORUS_LOG_STORAGE_H_
