@@ -189,6 +189,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   s = env_.notifier_pool->Get(&waiter->notifier);
   if (!s.ok()) return s;
   waiter->ticket = waiter->notifier->Prepare();
+  if (ctx != nullptr) ctx->result = Status::OK();  // a reused ctx holds no stale result
   waiter->ctx = ctx;
   waiter->enqueued = Clock::now();
 
@@ -482,7 +483,6 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
       if (request != nullptr && i < request->waiters.size() && !request->waiters[i]->answered) {
         waiter = request->waiters[i].get();
       }
-      Status result;
       auto sm = state_machines_.find(values[i].state_machine_id);
       if (sm != state_machines_.end() && chosen.instance < checkpoints_[sm->first]) {
         // Already reflected in this state machine's own durable state.
@@ -490,9 +490,12 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
         if (waiter != nullptr) {
           std::lock_guard<std::mutex> lock(waiter->mu);
           ExecuteContext* ctx = waiter->abandoned ? nullptr : waiter->ctx;
-          result = sm->second->Execute(index_, chosen.instance, values[i].payload, ctx);
+          // The application's result goes to its ctx, never into the Status
+          // Propose returns (that one carries chorus's codes only).
+          Status result = sm->second->Execute(index_, chosen.instance, values[i].payload, ctx);
+          if (ctx != nullptr) ctx->result = std::move(result);
         } else {
-          result = sm->second->Execute(index_, chosen.instance, values[i].payload, nullptr);
+          sm->second->Execute(index_, chosen.instance, values[i].payload, nullptr);
         }
       } else if (values[i].state_machine_id != 0) {
         CHORUS_LOG(env_.logger, kWarning, "group %u: instance %llu is for unknown state machine %d",
@@ -500,7 +503,6 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
                    values[i].state_machine_id);
       }
       if (waiter != nullptr) {
-        waiter->status = result;
         waiter->instance = chosen.instance;
         waiter->batch_index = static_cast<uint32_t>(i);
       }
@@ -519,7 +521,7 @@ void Group::Finish(const paxos::ProposalResult& result) {
     if (w->answered) continue;
     if (result.status.ok()) {
       w->instance = result.instance;
-      Answer(w.get(), w->status);  // the state machine's result, set by Apply
+      Answer(w.get(), Status::OK());  // Execute's own result is in its ctx (Apply)
     } else {
       Answer(w.get(), result.status);
     }

@@ -38,9 +38,14 @@ class Node {
 
   // Proposes `value` to `group` and waits until it is chosen and executed on
   // this node. On ok, *instance_id is the instance it was chosen at and, if
-  // ctx is given, ctx->output holds what the state machine wrote.
+  // ctx is given, ctx->output holds what the state machine wrote and
+  // ctx->result the Status its Execute returned.
+  // The returned Status is chorus's alone: what Execute returns never shows
+  // up here (a state machine that returns Busy or Timeout must not make a
+  // caller that retries on those codes propose a chosen value again), so a
+  // caller that needs the application's result passes a ctx.
   // Returns:
-  //   the state machine's own Status from Execute (ok on success);
+  //   OK               chosen and executed (whatever Execute returned);
   //   InvalidArgument  bad group, or state machine id unknown / ambiguous;
   //   TooLarge         value above max_value_bytes;
   //   Busy             too many proposals waiting (overload), try later;
