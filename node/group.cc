@@ -132,10 +132,11 @@ uint64_t Group::min_chosen_instance_id() const {
   return log_->GetMinInstanceId(&id).ok() ? id : 0;
 }
 
-void Group::PostMessage(std::string bytes) {
+void Group::PostMessage(uint64_t from, std::string bytes) {
   Event event;
   event.kind = Event::Kind::kMessage;
   event.bytes = std::move(bytes);
+  event.from = from;
   if (!queue_->PushMessage(std::move(event), env_.options->max_inbound_queue_bytes) &&
       !stopped_.load(std::memory_order_relaxed)) {
     dropped_messages_.fetch_add(1, std::memory_order_relaxed);
@@ -268,7 +269,8 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
       if (auto request = batch_.TakePending()) HandlePropose(request, step);
       break;
     case Event::Kind::kMessage:
-      if (halted_.ok()) core_->OnMessage(event->bytes, step);  // bad input is counted by the core
+      // Bad input (a sender speaking for another node included) is counted by the core.
+      if (halted_.ok()) core_->OnMessage(event->bytes, step, event->from);
       break;
     case Event::Kind::kTimeout:
       if (halted_.ok()) core_->OnTimeout(event->timer, step);

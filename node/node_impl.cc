@@ -95,9 +95,11 @@ Status NodeImpl::Init() {
   });
 }
 
-void NodeImpl::OnMessage(uint64_t /*from*/, std::string message) {
-  // The transport checked the sender is a member; the core checks the rest.
-  if (message.size() < 4) {
+void NodeImpl::OnMessage(uint64_t from, std::string message) {
+  // The transport checked the sender is a member; the core checks the rest,
+  // the message's own sender against `from` included. 0 is no node's id: a
+  // transport that verified no sender must not make the core skip that check.
+  if (from == 0 || message.size() < 4) {
     misrouted_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -107,7 +109,7 @@ void NodeImpl::OnMessage(uint64_t /*from*/, std::string message) {
     return;
   }
   message.erase(0, 4);
-  group->PostMessage(std::move(message));
+  group->PostMessage(from, std::move(message));
 }
 
 Group* NodeImpl::FindGroup(uint32_t group) const {

@@ -34,7 +34,13 @@ class NodeImpl : public Node {
   Status GetGroupStatus(uint32_t group) const override;
   void Stop() override;
 
-  // Messages that named no valid group (dropped).
+  // The protocol counters of `group`. REQUIRES: a valid group, and Stop()
+  // has returned (the loop thread is joined, so nothing writes them).
+  const paxos::CoreStats& core_stats_for_testing(uint32_t group) const {
+    return groups_[group]->core_stats();
+  }
+
+  // Messages that named no valid group or came with no sender (dropped).
   uint64_t misrouted_messages() const { return misrouted_.load(std::memory_order_relaxed); }
 
  private:
