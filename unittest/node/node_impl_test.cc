@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -77,15 +78,22 @@ std::string Prepare(uint64_t cluster_id, uint64_t claimed, uint64_t ballot_numbe
   return framed;
 }
 
-TEST(NodeImplTest, AMessageInAnotherMembersNameIsDropped) {
-  TempDir dir;
-  ScriptedTransport transport;
+// Node 0 of a 3-node cluster whose peers are `transport`: nothing it
+// proposes is chosen unless the test answers for the peers.
+Options ScriptedOptions(const TempDir& dir, Transport* transport) {
   Options o;
   o.nodes = {NodeInfo{"127.0.0.1", 1}, NodeInfo{"127.0.0.1", 2}, NodeInfo{"127.0.0.1", 3}};
   o.self = o.nodes[0];
   o.data_dir = dir.path() + "/d";
-  o.transport = &transport;
+  o.transport = transport;
   o.log_level = LogLevel::kNone;
+  return o;
+}
+
+TEST(NodeImplTest, AMessageInAnotherMembersNameIsDropped) {
+  TempDir dir;
+  ScriptedTransport transport;
+  const Options o = ScriptedOptions(dir, &transport);
   std::unique_ptr<Node> node;
   ASSERT_TRUE(Node::Open(o, &node).ok());
   const uint64_t b = o.nodes[1].id(), c = o.nodes[2].id();
@@ -107,6 +115,50 @@ TEST(NodeImplTest, AMessageInAnotherMembersNameIsDropped) {
   node->Stop();
   // After Stop the loop is joined: its core's counters may be read.
   EXPECT_EQ(impl->core_stats_for_testing(0).sender_mismatches, 1u);
+}
+
+TEST(NodeImplTest, DestructorWaitsForTheCallsInsideAndAnswersThemStopped) {
+  TempDir dir;
+  ScriptedTransport transport;
+  Options o = ScriptedOptions(dir, &transport);
+  o.propose_timeout_ms = 600000;  // only the destructor ends these proposals
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  auto* impl = static_cast<NodeImpl*>(node.get());
+  constexpr int kCallers = 4;
+  std::vector<Status> results(kCallers);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t) {
+    callers.emplace_back([&, t] {
+      uint64_t instance = 0;
+      uint32_t index = 0;
+      results[t] = t % 2 == 0 ? impl->Propose(0, "never-chosen", &instance, nullptr)
+                              : impl->BatchPropose(0, "never-chosen", &instance, &index, nullptr);
+    });
+  }
+  // Every caller is inside the node (it registers before anything else).
+  ASSERT_TRUE(WaitUntil([&] { return impl->active_calls_for_testing() == kCallers; }));
+  node.reset();  // returns only once every caller has left the node
+  for (auto& t : callers) t.join();
+  for (const Status& s : results) EXPECT_TRUE(s.IsStopped()) << s.ToString();
+}
+
+TEST(NodeImplTest, AfterStopAProposalNeverReachesAGroup) {
+  TempDir dir;
+  ScriptedTransport transport;
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(ScriptedOptions(dir, &transport), &node).ok());
+  node->Stop();
+  uint64_t instance = 0;
+  uint32_t index = 0;
+  // The stop check comes before the group lookup: even a bad group is Stopped.
+  EXPECT_TRUE(node->Propose(0, "late", &instance).IsStopped());
+  EXPECT_TRUE(node->Propose(99, "late", &instance).IsStopped());
+  EXPECT_TRUE(node->BatchPropose(99, "late", &instance, &index).IsStopped());
+  // Queries keep answering until the destructor.
+  EXPECT_TRUE(node->GetGroupStatus(0).IsStopped());
+  EXPECT_TRUE(node->GetGroupStatus(99).IsInvalidArgument());
+  EXPECT_EQ(static_cast<NodeImpl*>(node.get())->active_calls_for_testing(), 0);
 }
 
 }  // namespace

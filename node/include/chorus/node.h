@@ -5,7 +5,13 @@
 // values on its StateMachines in the same order.
 //
 // Thread safety: every method may be called from any thread concurrently,
-// except that Stop() and the destructor must not race with each other.
+// Stop() included: once Stop() has begun, proposals return Stopped (the
+// queries keep answering). The destructor stops the node and then waits for
+// the calls still inside it (e.g. a Propose waiting for its value, which
+// returns Stopped) to return. But no call may BEGIN once the destructor may
+// have begun: as with any C++ object, calling into one that is being
+// destroyed is undefined. So first make sure no thread will call the node
+// any more (e.g. Stop(), then join the threads that use it), then destroy it.
 
 #ifndef CHORUS_NODE_H_
 #define CHORUS_NODE_H_
@@ -33,7 +39,8 @@ class Node {
 
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
-  // Stops (see Stop) and frees everything.
+  // Stops (see Stop), waits for the calls still inside the node to return
+  // (see Thread safety above) and frees everything.
   virtual ~Node();
 
   // Proposes `value` to `group` and waits until it is chosen and executed on
