@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "chorus/log_storage.h"
+#include "chorus/leveldb_log_storage.h"
 #include "node/leveldb_log_format.h"
 
 namespace chorus {

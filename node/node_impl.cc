@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "chorus/leveldb_log_storage.h"
 #include "node/options_validation.h"
 #include "utils/coding.h"
 #include "utils/notifier_pool.h"

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "chorus/leveldb_log_storage.h"
 #include "unittest/support/test_util.h"
 
 namespace chorus {
