@@ -44,6 +44,7 @@
 
 #include <gflags/gflags.h>
 
+#include "tools/program_flags.h"
 #include "utils/cycle_clock.h"
 #include "utils/notifier.h"
 
@@ -325,7 +326,7 @@ int Main() {
 }  // namespace chorus
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("Notifier round-trip benchmark: pipe vs eventfd vs futex");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  chorus::ParseProgramFlags("Notifier round-trip benchmark: pipe vs eventfd vs futex", &argc,
+                            &argv);
   return chorus::Main();
 }

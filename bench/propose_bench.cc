@@ -44,6 +44,7 @@
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
+#include "tools/program_flags.h"
 
 DEFINE_int32(clients, 100, "client threads proposing concurrently (in node 0)");
 DEFINE_int32(value_size, 100, "bytes per proposed value");
@@ -423,9 +424,9 @@ int RunParent(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("propose_bench [--clients=N --value_size=B --seconds=S --groups=G "
-                          "--batch --batch_count=N --batch_delay_ms=MS --json]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  chorus::ParseProgramFlags("propose_bench [--clients=N --value_size=B --seconds=S --groups=G "
+                            "--batch --batch_count=N --batch_delay_ms=MS --json]",
+                            &argc, &argv);
   if (FLAGS_role == "node") return RunNode();
   if (!FLAGS_role.empty()) {
     std::fprintf(stderr, "propose_bench: unknown --role=%s\n", FLAGS_role.c_str());

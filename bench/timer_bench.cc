@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "bench/mutex_heap_timer.h"
+#include "tools/program_flags.h"
 #include "utils/timer_thread.h"
 
 DEFINE_int32(threads, 8, "largest number of worker threads (runs 1, 2, 4, ... up to it)");
@@ -224,7 +225,7 @@ int Main() {
 }  // namespace chorus
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("TimerThread vs mutex+heap timer: schedule+unschedule pairs/s");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  chorus::ParseProgramFlags("TimerThread vs mutex+heap timer: schedule+unschedule pairs/s",
+                            &argc, &argv);
   return chorus::bench::Main();
 }

@@ -28,6 +28,7 @@ struct Event {
   Kind kind = Kind::kMessage;
   std::shared_ptr<ProposalRequest> request;
   std::string bytes;
+  uint64_t from = 0;  // kMessage: the sender the transport verified
   paxos::TimerId timer;
   uint64_t token = 0;
   // Set on events posted by a GroupTimers timer: the loop hands it back to

@@ -128,10 +128,11 @@ uint64_t Group::min_chosen_instance_id() const {
   return log_->GetMinInstanceId(&id).ok() ? id : 0;
 }
 
-void Group::PostMessage(std::string bytes) {
+void Group::PostMessage(uint64_t from, std::string bytes) {
   Event event;
   event.kind = Event::Kind::kMessage;
   event.bytes = std::move(bytes);
+  event.from = from;
   if (!queue_->PushMessage(std::move(event), env_.options->max_inbound_queue_bytes) &&
       !stopped_.load(std::memory_order_relaxed)) {
     dropped_messages_.fetch_add(1, std::memory_order_relaxed);
@@ -185,6 +186,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   s = env_.notifier_pool->Get(&waiter->notifier);
   if (!s.ok()) return s;
   waiter->ticket = waiter->notifier->Prepare();
+  if (ctx != nullptr) ctx->result = Status::OK();  // a reused ctx holds no stale result
   waiter->ctx = ctx;
   waiter->enqueued = Clock::now();
 
@@ -257,7 +259,8 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
       if (auto request = batch_.TakePending()) HandlePropose(request, step);
       break;
     case Event::Kind::kMessage:
-      if (halted_.ok()) core_->OnMessage(event->bytes, step);  // bad input is counted by the core
+      // Bad input (a sender speaking for another node included) is counted by the core.
+      if (halted_.ok()) core_->OnMessage(event->bytes, step, event->from);
       break;
     case Event::Kind::kTimeout:
       if (halted_.ok()) core_->OnTimeout(event->timer, step);
@@ -424,7 +427,7 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
   }
   if (!chosen.noop) {
     std::vector<AppValue> values;
-    Status s = DecodeValue(chosen.value, &values);
+    Status s = DecodeAppValues(chosen.value, &values);
     if (!s.ok()) {
       // Every replica decodes the same bytes the same way: skipping keeps them equal.
       CHORUS_LOG(env_.logger, kError, "group %u: instance %llu holds a value chorus cannot decode: %s",
@@ -437,7 +440,6 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
       if (request != nullptr && i < request->waiters.size() && !request->waiters[i]->answered) {
         waiter = request->waiters[i].get();
       }
-      Status result;
       auto sm = state_machines_.find(values[i].state_machine_id);
       if (sm != state_machines_.end() && chosen.instance < checkpoints_[sm->first]) {
         // Already reflected in this state machine's own durable state.
@@ -445,9 +447,12 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
         if (waiter != nullptr) {
           std::lock_guard<std::mutex> lock(waiter->mu);
           ExecuteContext* ctx = waiter->abandoned ? nullptr : waiter->ctx;
-          result = sm->second->Execute(index_, chosen.instance, values[i].payload, ctx);
+          // The application's result goes to its ctx, never into the Status
+          // Propose returns (that one carries chorus's codes only).
+          Status result = sm->second->Execute(index_, chosen.instance, values[i].payload, ctx);
+          if (ctx != nullptr) ctx->result = std::move(result);
         } else {
-          result = sm->second->Execute(index_, chosen.instance, values[i].payload, nullptr);
+          sm->second->Execute(index_, chosen.instance, values[i].payload, nullptr);
         }
       } else if (values[i].state_machine_id != 0) {
         CHORUS_LOG(env_.logger, kWarning, "group %u: instance %llu is for unknown state machine %d",
@@ -455,7 +460,6 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
                    values[i].state_machine_id);
       }
       if (waiter != nullptr) {
-        waiter->status = result;
         waiter->instance = chosen.instance;
         waiter->batch_index = static_cast<uint32_t>(i);
       }
@@ -474,7 +478,7 @@ void Group::Finish(const paxos::ProposalResult& result) {
     if (w->answered) continue;
     if (result.status.ok()) {
       w->instance = result.instance;
-      Answer(w.get(), w->status);  // the state machine's result, set by Apply
+      Answer(w.get(), Status::OK());  // Execute's own result is in its ctx (Apply)
     } else {
       Answer(w.get(), result.status);
     }

@@ -68,10 +68,12 @@ class Group {
   // cancels its timers. Idempotent.
   void Stop();
 
-  // Thread-safe. A paxos message from a peer (the group prefix removed).
-  // Dropped (and counted) when the messages already queued hold
+  // Thread-safe. A paxos message (the group prefix removed) from peer
+  // `from`, the sender the transport verified; the core drops it (and
+  // counts it) unless the message names that sender as its own. Dropped (and
+  // counted) when the messages already queued hold
   // Options::max_inbound_queue_bytes.
-  void PostMessage(std::string bytes);
+  void PostMessage(uint64_t from, std::string bytes);
   uint64_t dropped_messages() const { return dropped_messages_.load(std::memory_order_relaxed); }
 
   // Thread-safe. Proposes and waits; see Node::Propose / BatchPropose.
@@ -81,6 +83,8 @@ class Group {
   // Thread-safe queries.
   uint64_t now_instance_id() const { return next_execute_.load(std::memory_order_acquire); }
   uint64_t min_chosen_instance_id() const;
+  // The core's counters. Loop thread only, or once Stop() returned.
+  const paxos::CoreStats& core_stats() const { return core_->stats(); }
   // OK while the group works; the reason once it halted (IOError: a log
   // write failed; Corruption: its log disagrees with a peer's); Stopped after
   // Stop().

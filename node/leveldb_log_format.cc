@@ -30,7 +30,7 @@ uint64_t InstanceOfRecordKey(const std::string& key) {
 
 std::string VariableKey(const std::string& name) { return std::string(1, kVariablePrefix) + name; }
 
-std::string EncodeValue(const std::string& key, const std::string& payload) {
+std::string EncodeChecksummed(const std::string& key, const std::string& payload) {
   std::string value;
   value.reserve(kCrcSize + payload.size());
   PutFixed32(&value, ValueCrc(key, payload.data(), payload.size()));
@@ -38,8 +38,8 @@ std::string EncodeValue(const std::string& key, const std::string& payload) {
   return value;
 }
 
-Status DecodeValue(const std::string& key, const std::string& value, const std::string& what,
-                   std::string* payload) {
+Status DecodeChecksummed(const std::string& key, const std::string& value, const std::string& what,
+                         std::string* payload) {
   if (value.size() < kCrcSize) {
     return Status::Corruption(what + ": stored value is truncated (" +
                               std::to_string(value.size()) + " bytes)");

@@ -39,11 +39,11 @@ uint64_t InstanceOfRecordKey(const std::string& key);
 std::string VariableKey(const std::string& name);
 
 // crc32c(key + payload) + payload.
-std::string EncodeValue(const std::string& key, const std::string& payload);
+std::string EncodeChecksummed(const std::string& key, const std::string& payload);
 // Verifies and strips the checksum. Returns Corruption naming `what` when
 // the value is truncated or fails its crc32c; *payload is untouched then.
-Status DecodeValue(const std::string& key, const std::string& value, const std::string& what,
-                   std::string* payload);
+Status DecodeChecksummed(const std::string& key, const std::string& value, const std::string& what,
+                         std::string* payload);
 
 std::string EncodeMeta(uint64_t cluster_id, uint32_t group);
 // Checks `value` against the expected identity. Corruption when it fails its

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "chorus/log_storage.h"
+#include "chorus/leveldb_log_storage.h"
 #include "node/leveldb_log_format.h"
 
 namespace chorus {
@@ -119,11 +119,11 @@ class LevelDbLogStorage : public LogStorage {
     }
     for (const auto& rec : batch.records) {
       const std::string key = RecordKey(rec.first);
-      wb.Put(key, leveldb_log::EncodeValue(key, rec.second));
+      wb.Put(key, leveldb_log::EncodeChecksummed(key, rec.second));
     }
     for (const auto& var : batch.variables) {
       const std::string key = leveldb_log::VariableKey(var.first);
-      wb.Put(key, leveldb_log::EncodeValue(key, var.second));
+      wb.Put(key, leveldb_log::EncodeChecksummed(key, var.second));
     }
     leveldb::WriteOptions wo;
     wo.sync = sync;
@@ -175,7 +175,7 @@ class LevelDbLogStorage : public LogStorage {
     leveldb::Status s = db_->Get(ro, key, &raw);
     if (s.IsNotFound()) return Status::NotFound(what + " is not in the log");
     if (!s.ok()) return FromLevelDb("log in '" + dir_ + "': reading " + what, s);
-    return leveldb_log::DecodeValue(key, raw, "log in '" + dir_ + "': " + what, payload);
+    return leveldb_log::DecodeChecksummed(key, raw, "log in '" + dir_ + "': " + what, payload);
   }
 
   // Recomputes has_records_/min_/max_ from the database.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "chorus/leveldb_log_storage.h"
 #include "node/options_validation.h"
 #include "utils/coding.h"
 #include "utils/notifier_pool.h"
@@ -13,7 +14,7 @@ namespace chorus {
 Node::~Node() = default;
 
 Status Node::Open(const Options& options, std::unique_ptr<Node>* node) {
-  Status s = ValidateOptions(options);
+  Status s = ValidateNodeOptions(options);
   if (!s.ok()) return s;
   auto impl = std::make_unique<NodeImpl>(options);
   s = impl->Init();
@@ -25,22 +26,31 @@ Status Node::Open(const Options& options, std::unique_ptr<Node>* node) {
 NodeImpl::NodeImpl(const Options& options)
     : options_(options), logger_(options.log_hook, options.log_level) {}
 
-namespace {
-// Counts a call for as long as it runs.
-class ActiveCall {
+// Counts a call for as long as it runs. It registers BEFORE the call looks
+// at a flag or at any group: with seq_cst on both sides (this increment,
+// then the load of the flag; the destructor's store of the flags, then its
+// load of the count) either the destructor sees the call and waits for it,
+// or the call sees the flag and returns without touching a group.
+class NodeImpl::ActiveCall {
  public:
-  explicit ActiveCall(std::atomic<int>* n) : n_(n) { n_->fetch_add(1, std::memory_order_acq_rel); }
-  ~ActiveCall() { n_->fetch_sub(1, std::memory_order_acq_rel); }
+  explicit ActiveCall(NodeImpl* node) : node_(node) {
+    node_->active_calls_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~ActiveCall() { node_->active_calls_.fetch_sub(1, std::memory_order_seq_cst); }
+  // Stop() was called: proposals are refused.
+  bool stopping() const { return node_->stopping_.load(std::memory_order_seq_cst); }
+  // The destructor runs: the groups are about to be freed.
+  bool destroying() const { return node_->destroying_.load(std::memory_order_seq_cst); }
 
  private:
-  std::atomic<int>* const n_;
+  NodeImpl* const node_;
 };
-}  // namespace
 
 NodeImpl::~NodeImpl() {
-  Stop();
-  // Stop answered every waiter; wait until each has left its Group.
-  while (active_calls_.load(std::memory_order_acquire) > 0) {
+  destroying_.store(true, std::memory_order_seq_cst);
+  Stop();  // sets stopping_ first
+  // Stop answered every waiter; wait until each call has left the node.
+  while (active_calls_.load(std::memory_order_seq_cst) > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
@@ -95,9 +105,11 @@ Status NodeImpl::Init() {
   });
 }
 
-void NodeImpl::OnMessage(uint64_t /*from*/, std::string message) {
-  // The transport checked the sender is a member; the core checks the rest.
-  if (message.size() < 4) {
+void NodeImpl::OnMessage(uint64_t from, std::string message) {
+  // The transport checked the sender is a member; the core checks the rest,
+  // the message's own sender against `from` included. 0 is no node's id: a
+  // transport that verified no sender must not make the core skip that check.
+  if (from == 0 || message.size() < 4) {
     misrouted_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -107,7 +119,7 @@ void NodeImpl::OnMessage(uint64_t /*from*/, std::string message) {
     return;
   }
   message.erase(0, 4);
-  group->PostMessage(std::move(message));
+  group->PostMessage(from, std::move(message));
 }
 
 Group* NodeImpl::FindGroup(uint32_t group) const {
@@ -116,31 +128,40 @@ Group* NodeImpl::FindGroup(uint32_t group) const {
 
 Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* instance_id,
                          ExecuteContext* ctx) {
+  ActiveCall call(this);
+  if (call.stopping()) return Status::Stopped("the node is stopping");
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
-  ActiveCall call(&active_calls_);
   return g->Propose(value, ctx, /*batch=*/false, instance_id, nullptr);
 }
 
 Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
                               uint32_t* batch_index, ExecuteContext* ctx) {
+  ActiveCall call(this);
+  if (call.stopping()) return Status::Stopped("the node is stopping");
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
-  ActiveCall call(&active_calls_);
   return g->Propose(value, ctx, /*batch=*/true, instance_id, batch_index);
 }
 
+// The queries keep answering after Stop() (the groups stay allocated until
+// the destructor); they register like the proposals so that the destructor
+// waits for them too.
 uint64_t NodeImpl::GetNowInstanceId(uint32_t group) const {
-  Group* g = FindGroup(group);
+  ActiveCall call(const_cast<NodeImpl*>(this));
+  Group* g = call.destroying() ? nullptr : FindGroup(group);
   return g == nullptr ? 0 : g->now_instance_id();
 }
 
 uint64_t NodeImpl::GetMinChosenInstanceId(uint32_t group) const {
-  Group* g = FindGroup(group);
+  ActiveCall call(const_cast<NodeImpl*>(this));
+  Group* g = call.destroying() ? nullptr : FindGroup(group);
   return g == nullptr ? 0 : g->min_chosen_instance_id();
 }
 
 Status NodeImpl::GetGroupStatus(uint32_t group) const {
+  ActiveCall call(const_cast<NodeImpl*>(this));
+  if (call.destroying()) return Status::Stopped("the node is being destroyed");
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
   return g->health();
@@ -150,6 +171,8 @@ void NodeImpl::Stop() {
   std::lock_guard<std::mutex> lock(stop_mu_);
   if (stopped_) return;
   stopped_ = true;
+  // Before anything stops: a call that registers from now on sees it.
+  stopping_.store(true, std::memory_order_seq_cst);
   // No more incoming messages, then no more loops. The groups (and their
   // logs) stay allocated until the destructor so queries stay safe.
   if (transport_ != nullptr) transport_->Stop();

@@ -34,7 +34,16 @@ class NodeImpl : public Node {
   Status GetGroupStatus(uint32_t group) const override;
   void Stop() override;
 
-  // Messages that named no valid group (dropped).
+  // The protocol counters of `group`. REQUIRES: a valid group, and Stop()
+  // has returned (the loop thread is joined, so nothing writes them).
+  const paxos::CoreStats& core_stats_for_testing(uint32_t group) const {
+    return groups_[group]->core_stats();
+  }
+
+  // Calls inside the node right now (the destructor waits for them).
+  int active_calls_for_testing() const { return active_calls_.load(std::memory_order_seq_cst); }
+
+  // Messages that named no valid group or came with no sender (dropped).
   uint64_t misrouted_messages() const { return misrouted_.load(std::memory_order_relaxed); }
 
  private:
@@ -49,10 +58,14 @@ class NodeImpl : public Node {
   // Filled by Init before the transport starts, read-only afterwards.
   std::vector<std::unique_ptr<Group>> groups_;
   std::atomic<uint64_t> misrouted_{0};
-  // Propose/BatchPropose calls inside a Group right now. The destructor
-  // waits for them to leave before the groups are freed: a proposer woken
-  // by Stop may still be on its way out of Group::Propose.
+  // Calls of the Node API inside the node right now (see ActiveCall in the
+  // .cc). The destructor waits for them to leave before the groups are
+  // freed: a proposer woken by Stop may still be on its way out of
+  // Group::Propose.
+  class ActiveCall;
   std::atomic<int> active_calls_{0};
+  std::atomic<bool> stopping_{false};    // set by Stop(): proposals are refused
+  std::atomic<bool> destroying_{false};  // set by the destructor: no group is touched
   std::mutex stop_mu_;
   bool stopped_ = false;  // GUARDED_BY(stop_mu_)
 };

@@ -18,7 +18,7 @@ Status CheckPositive(const char* name, long long value) {
 }
 }  // namespace
 
-Status ValidateOptions(const Options& o) {
+Status ValidateNodeOptions(const Options& o) {
   if (o.nodes.empty()) return Invalid("nodes is empty: list every member of the cluster");
   std::set<uint64_t> ids;
   for (const NodeInfo& n : o.nodes) {

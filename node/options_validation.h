@@ -9,7 +9,7 @@ namespace chorus {
 
 // Returns ok, or InvalidArgument whose message names the offending field and
 // value. Does not touch the file system (the data dir is checked on open).
-Status ValidateOptions(const Options& options);
+Status ValidateNodeOptions(const Options& options);
 
 }  // namespace chorus
 

@@ -5,7 +5,8 @@
 // proposing thread that fills it, which posts it at once), or when its first
 // value has waited batch_delay_ms (a TimerThread task posts a kFlushBatch
 // event; the loop then takes whatever is pending). Every waiter keeps its own
-// Notifier and gets its own instance id, batch index and execute result.
+// Notifier and gets its own instance id, batch index and Execute result (in
+// its own ExecuteContext).
 //
 // Thread safety: Add from any thread; TakePending from the loop; both lock mu_.
 #ifndef CHORUS_NODE_PROPOSE_BATCH_H_

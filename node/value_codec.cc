@@ -33,7 +33,7 @@ std::string EncodeBatchValue(const std::vector<const AppValue*>& values) {
   return out;
 }
 
-Status DecodeValue(const std::string& value, std::vector<AppValue>* out) {
+Status DecodeAppValues(const std::string& value, std::vector<AppValue>* out) {
   out->clear();
   if (value.size() < 5) return Status::Corruption("paxos value too short to hold a header");
   const char* p = value.data() + 1;

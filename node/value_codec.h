@@ -29,7 +29,7 @@ std::string EncodeSingleValue(int state_machine_id, const std::string& payload);
 std::string EncodeBatchValue(const std::vector<const AppValue*>& values);
 
 // Unpacks a paxos value into its application values (one for a single).
-Status DecodeValue(const std::string& value, std::vector<AppValue>* out);
+Status DecodeAppValues(const std::string& value, std::vector<AppValue>* out);
 
 }  // namespace chorus
 

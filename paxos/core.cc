@@ -327,7 +327,7 @@ void Core::Cancel(uint64_t token, Outputs* out) {
   Finish();
 }
 
-Status Core::OnMessage(const std::string& bytes, Outputs* out) {
+Status Core::OnMessage(const std::string& bytes, Outputs* out, uint64_t sender) {
   ctx_.BeginStep(out);
   Status s;
   PaxosMsg msg;
@@ -349,6 +349,12 @@ Status Core::OnMessage(const std::string& bytes, Outputs* out) {
     s = Status::InvalidArgument("paxos: message of cluster " + std::to_string(msg.cluster_id()) +
                                 " group " + std::to_string(msg.group()) + " from node " +
                                 std::to_string(msg.from()) + " dropped");
+  } else if (sender != kSenderNotVerified && msg.from() != sender) {
+    // A member must not speak for another (its votes would count twice).
+    ctx_.stats()->sender_mismatches++;
+    s = Status::InvalidArgument("paxos: message claiming to be from node " +
+                                std::to_string(msg.from()) + " arrived from node " +
+                                std::to_string(sender) + ": dropped");
   } else {
     Dispatch(msg);
   }

@@ -81,6 +81,8 @@ extern const char kWindowVariable[];
 struct CoreStats {
   uint64_t garbage_messages = 0;  // failed to parse, or malformed (dropped)
   uint64_t foreign_messages = 0;  // other cluster/group or non-member (dropped)
+  // The message's own `from` is not the sender the transport verified (dropped).
+  uint64_t sender_mismatches = 0;
   uint64_t prepares_started = 0;  // phase 1 rounds this proposer began
   uint64_t fast_accepts = 0;      // proposals sent straight to phase 2
   uint64_t catchup_requests = 0;  // ASK_LEARN / CONFIRM_LEARN sent
@@ -183,13 +185,21 @@ class Core {
   // it was chosen there after all, Stopped otherwise. Unknown tokens: no-op.
   void Cancel(uint64_t token, Outputs* out);
 
-  // A message from a peer. Returns Corruption for bytes that do not parse or
+  // A message from a peer. `sender` is the node the transport verified the
+  // bytes came from; the message's own `from` must equal it. kSenderNotVerified
+  // (the default) skips that one check, for in-process harnesses whose
+  // delivery cannot forge a sender (the simulation, unit tests); a runtime
+  // always passes the verified sender.
+  // Returns Corruption for bytes that do not parse or
   // a malformed message (an instance id >= kMaxInstanceId, a ballot number
   // > kMaxBallotNumber, a replicated value that is not an envelope of at most
   // max_value_bytes: options.h),
-  // InvalidArgument for a message of another cluster/group or from a
-  // non-member; both are dropped and counted in stats(). Stopped when halted.
-  Status OnMessage(const std::string& bytes, Outputs* out);
+  // InvalidArgument for a message of another cluster/group, from a
+  // non-member, or whose `from` is not `sender`; all are dropped and counted
+  // in stats(). Stopped when halted.
+  static constexpr uint64_t kSenderNotVerified = 0;
+  Status OnMessage(const std::string& bytes, Outputs* out,
+                   uint64_t sender = kSenderNotVerified);
 
   // A timer started by an earlier step fired. Superseded timers are ignored.
   void OnTimeout(const TimerId& id, Outputs* out);

@@ -2,7 +2,8 @@
 # The one command that sets up, builds and runs every chorus test on a fresh
 # Debian 12 machine:
 #   scripts/test.sh
-# 1. installs missing Debian packages, 2. builds (warnings are errors) and runs
+# 1. installs missing Debian packages, checks the header tiers
+# (scripts/check_header_tiers.sh), 2. builds (warnings are errors) and runs
 # the whole test suite with ctest, 3. builds with ThreadSanitizer and runs the
 # utils and node (runtime, transport, log, in-process cluster) tests under it.
 # Set CHORUS_SKIP_TSAN=1 to skip step 3 locally.
@@ -13,6 +14,8 @@ scripts/install_deps.sh
 JOBS=${JOBS:-$(nproc)}
 export CHORUS_WERROR=${CHORUS_WERROR:-1}
 
+echo "== header tiers: paxos/ and utils/ include nothing of the runtime =="
+scripts/check_header_tiers.sh
 echo "== build (RelWithDebInfo) =="
 scripts/build.sh build
 echo "== ctest =="

@@ -1,5 +1,7 @@
 // Logger: where chorus components write their log lines. Each Node owns one,
 // built from Options::log_hook and Options::log_level; components borrow it.
+// Only the vocabulary header chorus/logging.h is included: utils/ knows
+// nothing of the runtime API.
 // Thread-safe: Log() may be called from any thread (the hook must be too).
 #ifndef CHORUS_UTILS_LOGGING_H_
 #define CHORUS_UTILS_LOGGING_H_
@@ -7,7 +9,7 @@
 #include <cstdarg>
 #include <string>
 
-#include "chorus/options.h"
+#include "chorus/logging.h"
 
 namespace chorus {
 

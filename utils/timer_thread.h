@@ -30,7 +30,8 @@
 //     TimerThread lives, so an id can always be checked against its slot. A
 //     TaskId packs (version << 32 | slot index); every reuse of a slot bumps
 //     the version, so a stale id never matches (and never cancels) a newer task
-//     in the same slot. (Versions wrap after 2^31 reuses of one slot.)
+//     in the same slot. (Each use advances the 32-bit version by 4, so
+//     versions wrap after 2^30 reuses of one slot.)
 //
 // Thread safety: Schedule*, Unschedule and stats() may be called from any
 // thread, including from inside a running callback. Start and Stop must not

@@ -32,6 +32,7 @@
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
+#include "tools/program_flags.h"
 
 DEFINE_string(node, "", "this node, ip:port (REQUIRED)");
 DEFINE_string(nodes, "", "every node of the cluster, ip:port,ip:port,... (REQUIRED)");
@@ -82,10 +83,10 @@ int Usage(const std::string& problem) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
+  chorus::ParseProgramFlags(
       "echo_server --node=ip:port --nodes=ip:port,ip:port,... --data_dir=DIR\n"
-      "proposes every stdin line; prints every executed value");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+      "proposes every stdin line; prints every executed value",
+      &argc, &argv);
 
   chorus::Options options;
   chorus::Status s = chorus::NodeInfo::Parse(FLAGS_node, &options.self);

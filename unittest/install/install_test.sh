@@ -22,7 +22,8 @@ fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
 mv "$tmp/staging" "$tmp/prefix"
 prefix=$tmp/prefix
 
-for h in node.h options.h state_machine.h status.h log_storage.h transport.h; do
+for h in node.h options.h state_machine.h status.h log_storage.h logging.h transport.h \
+         leveldb_log_storage.h; do
   [ -f "$prefix/include/chorus/$h" ] || fail "missing include/chorus/$h"
 done
 for l in chorus chorus_paxos chorus_utils; do

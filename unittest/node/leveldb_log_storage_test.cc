@@ -11,7 +11,7 @@
 #include <fstream>
 #include <thread>
 
-#include "chorus/log_storage.h"
+#include "chorus/leveldb_log_storage.h"
 #include "node/leveldb_log_format.h"
 
 namespace chorus {

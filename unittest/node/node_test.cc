@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "chorus/leveldb_log_storage.h"
 #include "unittest/support/test_util.h"
 
 namespace chorus {
@@ -28,7 +29,9 @@ using testing::TempDir;
 using testing::WaitUntil;
 
 // Records what it executes; answers the proposer with "ok:<value>"; values
-// starting with "reject" are refused (deterministically) with Conflict.
+// starting with "reject" are refused (deterministically) with Conflict, and
+// values starting with "busy" / "timeout" get those codes, which are also
+// chorus's own.
 class RecordingStateMachine : public StateMachine {
  public:
   explicit RecordingStateMachine(int id = 1) : id_(id) {}
@@ -39,6 +42,8 @@ class RecordingStateMachine : public StateMachine {
     log_.push_back({group, instance, value});
     if (ctx != nullptr) ctx->output = "ok:" + value;
     if (value.rfind("reject", 0) == 0) return Status::Conflict("rejected by the state machine");
+    if (value.rfind("busy", 0) == 0) return Status::Busy("the application is busy");
+    if (value.rfind("timeout", 0) == 0) return Status::Timeout("the application timed out");
     return Status::OK();
   }
   struct Entry {
@@ -183,9 +188,42 @@ TEST(NodeTest, ProposeReportsTheInstanceAndTheStateMachineResult) {
   bool found = false;
   for (const auto& e : log) found = found || (e.value == "hello" && e.instance == instance);
   EXPECT_TRUE(found);
-  // The state machine's own refusal comes back as Propose's status.
-  Status s = c.node(1)->Propose(0, "reject-me", &instance, nullptr);
-  EXPECT_TRUE(s.IsConflict()) << s.ToString();
+  EXPECT_TRUE(ctx.result.ok()) << ctx.result.ToString();
+  // The state machine's own refusal comes back in ctx->result; Propose says
+  // only that the value was chosen and executed.
+  const uint64_t before = instance;
+  Status s = c.node(1)->Propose(0, "reject-me", &instance, &ctx);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(ctx.result.IsConflict()) << ctx.result.ToString();
+  EXPECT_GT(instance, before);
+  // Without a ctx the application's result is not reported, and Propose is
+  // still ok.
+  s = c.node(1)->Propose(0, "reject-me-too", &instance, nullptr);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // A reused ctx does not keep the previous call's result.
+  ASSERT_TRUE(c.node(1)->Propose(0, "fine", &instance, &ctx).ok());
+  EXPECT_TRUE(ctx.result.ok()) << ctx.result.ToString();
+}
+
+TEST(NodeTest, ExecuteResultsThatLookLikeChorusCodesAreNotPropose) {
+  // A caller that retries on Busy or Timeout must never see those codes for
+  // a value that was chosen and executed: it would propose it again.
+  Cluster c(3);
+  c.StartAll();
+  for (const std::string v : {"busy-1", "timeout-1"}) {
+    uint64_t instance = 0;
+    ExecuteContext ctx;
+    Status s = c.node(0)->Propose(0, v, &instance, &ctx);
+    EXPECT_TRUE(s.ok()) << v << ": " << s.ToString();
+    EXPECT_TRUE(v[0] == 'b' ? ctx.result.IsBusy() : ctx.result.IsTimeout()) << ctx.result.ToString();
+    uint32_t index = 0;
+    s = c.node(1)->BatchPropose(0, v + "-batched", &instance, &index, &ctx);
+    EXPECT_TRUE(s.ok()) << v << ": " << s.ToString();
+    EXPECT_TRUE(v[0] == 'b' ? ctx.result.IsBusy() : ctx.result.IsTimeout()) << ctx.result.ToString();
+  }
+  // Each value was executed exactly once on every replica.
+  ASSERT_TRUE(AllExecutedSame(&c, {0, 1, 2}, 4));
+  EXPECT_EQ(c.machine(2)->size(), 4u);
 }
 
 TEST(NodeTest, StoppedNodeCatchesUpAfterRestart) {

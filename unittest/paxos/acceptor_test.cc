@@ -4,7 +4,7 @@
 #include "paxos/acceptor.h"
 #include "paxos/core.h"
 #include "paxos/value.h"
-#include "unittest/sim/mem_log_storage.h"
+#include "unittest/support/mem_log_storage.h"
 
 namespace chorus {
 namespace paxos {

@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "paxos/core.h"
-#include "unittest/sim/mem_log_storage.h"
+#include "unittest/support/mem_log_storage.h"
 
 namespace chorus {
 namespace paxos {

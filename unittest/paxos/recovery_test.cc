@@ -134,6 +134,28 @@ TEST(CoreTest, DropsAndCountsGarbageAndForeignMessages) {
   EXPECT_TRUE(out.persist.empty());
 }
 
+TEST(CoreTest, DropsAndCountsAMessageWhoseFromIsNotTheVerifiedSender) {
+  Harness h(3);
+  Outputs out;
+  PaxosMsg m;
+  m.set_type(PREPARE);
+  m.set_cluster_id(9);
+  m.set_from(2);
+  Ballot(5, 2).ToPb(m.mutable_ballot());
+  // Node 3 sends a PREPARE in node 2's name: dropped, nothing promised.
+  EXPECT_TRUE(h.core(0)->OnMessage(m.SerializeAsString(), &out, /*sender=*/3).IsInvalidArgument());
+  EXPECT_EQ(h.core(0)->stats().sender_mismatches, 1u);
+  EXPECT_EQ(h.core(0)->stats().foreign_messages, 0u);
+  EXPECT_TRUE(out.messages.empty());
+  EXPECT_TRUE(out.persist.empty());
+  EXPECT_EQ(h.core(0)->promised(), Ballot());
+  // The same bytes from node 2 itself are answered.
+  ASSERT_TRUE(h.core(0)->OnMessage(m.SerializeAsString(), &out, /*sender=*/2).ok());
+  EXPECT_EQ(h.core(0)->promised(), Ballot(5, 2));
+  EXPECT_EQ(out.messages.size(), 1u);
+  EXPECT_EQ(h.core(0)->stats().sender_mismatches, 1u);
+}
+
 TEST(CoreTest, OpenValidatesOptions) {
   sim::MemLogStorage log;
   std::unique_ptr<Core> c;

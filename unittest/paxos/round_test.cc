@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "paxos/random.h"
-#include "unittest/sim/mem_log_storage.h"
+#include "unittest/support/mem_log_storage.h"
 
 namespace chorus {
 namespace paxos {

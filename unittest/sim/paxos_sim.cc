@@ -7,6 +7,7 @@
 
 #include <gflags/gflags.h>
 
+#include "tools/program_flags.h"
 #include "unittest/sim/sim.h"
 
 DEFINE_uint64(seeds, 100, "number of seeds to run");
@@ -31,7 +32,9 @@ DEFINE_uint64(max_round_steps, 4,
               "from 1..N); 1: every step executes on its own");
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  chorus::ParseProgramFlags("paxos_sim [--nodes=N --seeds=S --steps=K --mutation=NAME ...]: runs "
+                            "the cluster simulation; the last line counts violations",
+                            &argc, &argv);
   chorus::sim::SimOptions o;
   if (!chorus::sim::ParseMutation(FLAGS_mutation, &o.mutation)) {
     std::fprintf(stderr, "unknown --mutation=%s\n", FLAGS_mutation.c_str());

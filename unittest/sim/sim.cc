@@ -11,7 +11,7 @@
 #include "paxos/core.h"
 #include "paxos/random.h"
 #include "paxos/round.h"
-#include "unittest/sim/mem_log_storage.h"
+#include "unittest/support/mem_log_storage.h"
 
 namespace chorus {
 namespace sim {
@@ -117,6 +117,7 @@ struct Event {
   uint64_t incarnation = 0;  // kTimer, kFlush: the incarnation that queued it
   std::string bytes;         // kDeliver
   TimerId timer;             // kTimer
+  uint64_t from = 0;         // kDeliver: the sender (as a transport verifies it)
   bool operator>(const Event& o) const {
     return time != o.time ? time > o.time : seq > o.seq;
   }
@@ -561,7 +562,7 @@ class Sim {
         delay += rng_.Uniform(1000);
         r_.faults++;
       }
-      Push(Event{now_ + delay, 0, EventType::kDeliver, to, 0, bytes, {}});
+      Push(Event{now_ + delay, 0, EventType::kDeliver, to, 0, bytes, {}, nodes_[from]->id});
     }
   }
 
@@ -655,7 +656,7 @@ class Sim {
           }
         }
         Outputs out;
-        Status s = n.core->OnMessage(e.bytes, &out);
+        Status s = n.core->OnMessage(e.bytes, &out, e.from);
         if (!s.ok()) Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
         EndStep(e.node, &out);  // crash points: ExecuteRound
         break;

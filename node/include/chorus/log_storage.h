@@ -1,8 +1,11 @@
 // Copyright (c) chorus authors.
 //
 // LogStorage: the durable paxos log of ONE group. chorus ships a leveldb
-// implementation (one database per group, see OpenLevelDbLogStorage); an
+// implementation (one database per group: chorus/leveldb_log_storage.h); an
 // application may plug in its own.
+//
+// A vocabulary header: it depends on the standard library and status.h only,
+// so the protocol core (paxos/) can use it without the runtime API.
 //
 // The log maps an instance id to an opaque record (the protocol core's
 // serialized acceptor state for that instance) and holds a few named
@@ -12,7 +15,10 @@
 // Status::Corruption, never as data.
 //
 // Thread safety: implementations must allow concurrent calls from several
-// threads (the group loop writes while a catch-up reader reads).
+// threads. The group's loop thread makes every Write and most reads
+// (recovery at Open, values a lagging peer asks for); other threads read at
+// the same time, e.g. Node::GetMinChosenInstanceId calls GetMinInstanceId
+// from the application's thread.
 
 #ifndef CHORUS_LOG_STORAGE_H_
 #define CHORUS_LOG_STORAGE_H_
@@ -73,26 +79,6 @@ class LogStorage {
   virtual Status GetVariable(const std::string& name, std::string* value) = 0;
   Status SetVariable(const std::string& name, const std::string& value, bool sync);
 };
-
-// Options of the leveldb log storage.
-struct LevelDbLogOptions {
-  // Identity checked against the data dir: opening a dir made for another
-  // cluster or group fails with InvalidArgument.
-  uint64_t cluster_id = 0;
-  uint32_t group = 0;
-  // Create the database when `dir` holds none. With false, a missing
-  // database is InvalidArgument.
-  bool create_if_missing = true;
-  // leveldb block cache size in bytes (0: leveldb's default of 8 MiB).
-  size_t block_cache_bytes = 0;
-};
-
-// Opens (or creates) the leveldb paxos log of one group in directory `dir`.
-// On success *storage owns the database. Fails with a clear message when the
-// directory cannot be created or written, is not a chorus log, or belongs to
-// another cluster or group.
-Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& options,
-                             std::unique_ptr<LogStorage>* storage);
 
 }  // namespace chorus
 

@@ -5,7 +5,13 @@
 // values on its StateMachines in the same order.
 //
 // Thread safety: every method may be called from any thread concurrently,
-// except that Stop() and the destructor must not race with each other.
+// Stop() included: once Stop() has begun, proposals return Stopped (the
+// queries keep answering). The destructor stops the node and then waits for
+// the calls still inside it (e.g. a Propose waiting for its value, which
+// returns Stopped) to return. But no call may BEGIN once the destructor may
+// have begun: as with any C++ object, calling into one that is being
+// destroyed is undefined. So first make sure no thread will call the node
+// any more (e.g. Stop(), then join the threads that use it), then destroy it.
 
 #ifndef CHORUS_NODE_H_
 #define CHORUS_NODE_H_
@@ -33,14 +39,20 @@ class Node {
 
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
-  // Stops (see Stop) and frees everything.
+  // Stops (see Stop), waits for the calls still inside the node to return
+  // (see Thread safety above) and frees everything.
   virtual ~Node();
 
   // Proposes `value` to `group` and waits until it is chosen and executed on
   // this node. On ok, *instance_id is the instance it was chosen at and, if
-  // ctx is given, ctx->output holds what the state machine wrote.
+  // ctx is given, ctx->output holds what the state machine wrote and
+  // ctx->result the Status its Execute returned.
+  // The returned Status is chorus's alone: what Execute returns never shows
+  // up here (a state machine that returns Busy or Timeout must not make a
+  // caller that retries on those codes propose a chosen value again), so a
+  // caller that needs the application's result passes a ctx.
   // Returns:
-  //   the state machine's own Status from Execute (ok on success);
+  //   OK               chosen and executed (whatever Execute returned);
   //   InvalidArgument  bad group, or state machine id unknown / ambiguous;
   //   TooLarge         value above max_value_bytes;
   //   Busy             too many proposals waiting (overload), try later;

@@ -14,16 +14,12 @@
 #include <vector>
 
 #include "chorus/log_storage.h"
+#include "chorus/logging.h"
 #include "chorus/transport.h"
 
 namespace chorus {
 
 class StateMachine;
-
-enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3, kNone = 4 };
-
-// Receives chorus's log lines (from any thread; must be thread-safe).
-using LogHook = std::function<void(LogLevel level, const std::string& line)>;
 
 struct Options {
   // ---- The cluster ----

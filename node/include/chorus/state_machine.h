@@ -24,6 +24,12 @@ struct ExecuteContext {
   void* user = nullptr;
   // Filled by Execute on the proposing node: its result bytes (optional).
   std::string output;
+  // Set by chorus on the proposing node: the Status that Execute returned for
+  // this value. It is the application's own result and never one of chorus's
+  // codes: Propose returns chorus's Status separately (see node.h). Valid
+  // when Propose returned ok; ok also when no state machine executed the
+  // value (it was below a checkpoint, or named no state machine).
+  Status result;
 };
 
 class StateMachine {
@@ -42,8 +48,10 @@ class StateMachine {
   // Must not call Propose on its own group (it would wait for itself).
   // REQUIRES: deterministic: every replica must reach the same state.
   // `ctx` is the proposer's context on the proposing node, nullptr elsewhere.
-  // The returned Status is handed back to the proposer as Propose's result;
-  // it does not stop the group (replicas must reject the same values).
+  // The returned Status is the application's result: the proposing node
+  // hands it back in ctx->result (Propose itself then returns ok, since the
+  // value was chosen and executed). It does not stop the group (replicas
+  // must reject the same values).
   virtual Status Execute(uint32_t group, uint64_t instance, const std::string& value,
                          ExecuteContext* ctx) = 0;
 

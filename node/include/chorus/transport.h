@@ -43,7 +43,9 @@ struct NodeInfo {
 class Transport {
  public:
   // Called for every verified incoming message, on a transport thread.
-  // `from` is the sender's node id (already checked to be a member).
+  // `from` is the sender's node id as the transport established it (checked
+  // to be a member; never 0). The node drops, and counts, a message whose own
+  // sender field names another node, so a member cannot speak for another.
   // The callback must be quick: queue the message and return.
   using Receiver = std::function<void(uint64_t from, std::string message)>;
 

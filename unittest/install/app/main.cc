@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <chorus/leveldb_log_storage.h>
 #include <chorus/node.h>
 #include <chorus/options.h>
 #include <chorus/state_machine.h>

@@ -2,8 +2,8 @@
 // It models a disk: a synced write is durable; an unsynced write is visible
 // to reads but lost by Crash(). Corrupt*() make a stored record or variable
 // fail its "checksum" (Get returns Corruption), or replace its bytes.
-#ifndef CHORUS_UNITTEST_SIM_MEM_LOG_STORAGE_H_
-#define CHORUS_UNITTEST_SIM_MEM_LOG_STORAGE_H_
+#ifndef CHORUS_UNITTEST_SUPPORT_MEM_LOG_STORAGE_H_
+#define CHORUS_UNITTEST_SUPPORT_MEM_LOG_STORAGE_H_
 
 #include <cstdint>
 #include <map>
@@ -14,7 +14,7 @@
 #include "chorus/log_storage.h"
 
 namespace chorus {
-namespace sim {
+namespace testing {
 
 class MemLogStorage : public LogStorage {
  public:
@@ -112,7 +112,13 @@ class MemLogStorage : public LogStorage {
   uint64_t syncs_ = 0;
 };
 
+}  // namespace testing
+
+// The simulation and the paxos tests know it by this name.
+namespace sim {
+using testing::MemLogStorage;
 }  // namespace sim
+
 }  // namespace chorus
 
-#endif  // CHORUS_UNITTEST_SIM_MEM_LOG_STORAGE_H_
+#endif  // CHORUS_UNITTEST_SUPPORT_MEM_LOG_STORAGE_H_
