@@ -114,7 +114,7 @@ void Acceptor::OnAccept(const PaxosMsg& msg) {
   const uint64_t instance = msg.instance();
   if (learner_->IsChosen(instance)) {
     std::string value;
-    if (learner_->ChosenValue(instance, &value).ok()) {
+    if (learner_->ChosenEnvelope(instance, &value).ok()) {
       PaxosMsg reply;
       reply.set_type(CHOSEN);
       reply.set_instance(instance);

@@ -133,7 +133,7 @@ Status Learner::Applied(uint64_t instance, std::string* value, uint32_t* checksu
   return Status::OK();
 }
 
-Status Learner::ChosenValue(uint64_t instance, std::string* value) {
+Status Learner::ChosenEnvelope(uint64_t instance, std::string* value) {
   auto it = pending_.find(instance);
   if (it != pending_.end()) {
     *value = it->second;

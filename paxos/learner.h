@@ -63,7 +63,7 @@ class Learner {
   // Chosen values beyond a gap, not applied yet.
   const std::map<uint64_t, std::string>& pending() const { return pending_; }
   // The chosen envelope of `instance` (applied or pending).
-  Status ChosenValue(uint64_t instance, std::string* value);
+  Status ChosenEnvelope(uint64_t instance, std::string* value);
   // The value and chained checksum of an applied instance (cache, else log).
   Status Applied(uint64_t instance, std::string* value, uint32_t* checksum);
 
