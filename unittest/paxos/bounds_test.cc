@@ -3,6 +3,7 @@
 // that costs O(records + window) whatever ids the log holds.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
 
 #include "paxos/acceptor.h"
@@ -140,6 +141,56 @@ TEST(BoundsTest, BehindAcceptorGetsTheAcceptAgainOnceItMovedUp) {
   EXPECT_EQ(h.core(0)->chosen_end(), 13u);
   ASSERT_EQ(h.node(0).finished.size(), 13u);
   EXPECT_TRUE(h.node(0).finished.back().status.ok());
+}
+
+// The safety bug of mixed windows, as a schedule. Node 0 has window 4, the
+// others 16. Node 2's value v4 is chosen at instance 4 (by nodes 1 and 2;
+// node 1 never learns it) while node 2 holds votes at 0..3. Node 0's phase 1
+// hears of v4 as "chosen at 4" only (the acceptor leaves its own vote out),
+// beyond its window, so its learner drops it. Without the bound, node 0
+// later proposes a fresh value at 4 and node 1 accepts it: two values chosen.
+TEST(BoundsTest, MixedWindowsNeverChooseTwoValues) {
+  Harness h(3, [](CoreOptions* o) {
+    o->max_inflight = o->self == 1 ? 4 : 8;
+    o->window = o->self == 1 ? 4 : 16;
+  });
+  // Delivers every queued message for which `keep` holds; drops the rest.
+  auto pump = [&h](const std::function<bool(int, const PaxosMsg&)>& keep) {
+    while (!h.net().empty()) {
+      auto m = std::move(h.net().front());
+      h.net().pop_front();
+      PaxosMsg msg;
+      ASSERT_TRUE(msg.ParseFromString(m.second));
+      if (keep(m.first, msg)) h.Deliver(m.first, m.second);
+    }
+  };
+  h.Isolate(0);
+  for (uint64_t t = 0; t < 5; ++t) ASSERT_TRUE(h.Propose(2, t + 1, "v" + std::to_string(t)).ok());
+  // Node 1 gets the PREPARE and the ACCEPT at 4 only, and no CHOSEN.
+  pump([](int to, const PaxosMsg& m) {
+    return to != 1 || m.type() == PREPARE || (m.type() == ACCEPT && m.instance() == 4);
+  });
+  ASSERT_EQ(h.core(2)->chosen_end(), 0u);  // 4 is chosen, beyond a gap
+  ASSERT_EQ(h.core(1)->chosen_end(), 0u);
+  // Node 0 comes back and proposes; node 1 hears only ACCEPTs at 4.
+  h.Heal(0);
+  ASSERT_TRUE(h.Propose(0, 100, "fresh").ok());
+  auto only_accepts_at_4 = [](int to, const PaxosMsg& m) {
+    return to != 1 || (m.type() == ACCEPT && m.instance() == 4);
+  };
+  pump(only_accepts_at_4);  // node 2 refuses node 0's first ballot: too low
+  h.Fire(0, TimerKind::kBackoff);
+  pump(only_accepts_at_4);
+  EXPECT_TRUE(h.node(0).errors.empty()) << h.node(0).errors[0].ToString();
+  bool saw4 = false;
+  for (int i = 0; i < 3; ++i) {
+    for (const ChosenValue& c : h.node(i).applied) {
+      if (c.instance != 4) continue;
+      saw4 = saw4 || i == 0;
+      EXPECT_EQ(c.value, "v4") << "node " << i << " applied another value at 4";
+    }
+  }
+  EXPECT_TRUE(saw4) << "node 0 learned instance 4 (from node 2)";
 }
 
 TEST(BoundsTest, FarChosenIsIgnoredAndNoHugeNoopFill) {
