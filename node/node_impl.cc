@@ -50,6 +50,12 @@ Status NodeImpl::OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log) {
   LevelDbLogOptions lo;
   lo.cluster_id = options_.cluster_id;
   lo.group = group;
+  lo.node_id = options_.self.id();
+  lo.create_if_missing = options_.create_if_missing;
+  Logger* logger = &logger_;
+  lo.warning_log = [logger](const std::string& line) {
+    CHORUS_LOG(logger, kWarning, "%s", line.c_str());
+  };
   return OpenLevelDbLogStorage(options_.data_dir + "/g" + std::to_string(group), lo, log);
 }
 

@@ -4,6 +4,7 @@
 //
 //   echo_server --node=127.0.0.1:7001
 //       --nodes=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 --data_dir=/tmp/n1
+//       [--create_if_missing]     (on the node's first start only)
 //
 // stdout (one line each, flushed at once):
 //   ready node=<ip:port> groups=<n>                  after Node::Open succeeded
@@ -36,6 +37,9 @@
 DEFINE_string(node, "", "this node, ip:port (REQUIRED)");
 DEFINE_string(nodes, "", "every node of the cluster, ip:port,ip:port,... (REQUIRED)");
 DEFINE_string(data_dir, "", "directory of this node's paxos log (REQUIRED)");
+DEFINE_bool(create_if_missing, false,
+            "create the paxos log if --data_dir is missing or empty: only on this node's first "
+            "start (without it a missing log is an error, never a silent fresh start)");
 DEFINE_int32(group_count, 1, "number of paxos groups");
 DEFINE_int32(propose_group, 0, "the group stdin lines are proposed to");
 DEFINE_bool(sync_writes, true, "fsync every promise/accept (false: faster, unsafe)");
@@ -83,7 +87,8 @@ int Usage(const std::string& problem) {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "echo_server --node=ip:port --nodes=ip:port,ip:port,... --data_dir=DIR\n"
+      "echo_server --node=ip:port --nodes=ip:port,ip:port,... --data_dir=DIR "
+      "[--create_if_missing]\n"
       "proposes every stdin line; prints every executed value");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
 
@@ -97,6 +102,7 @@ int main(int argc, char** argv) {
     return Usage("--propose_group must be in [0, --group_count)");
   }
   options.data_dir = FLAGS_data_dir;
+  options.create_if_missing = FLAGS_create_if_missing;
   options.group_count = FLAGS_group_count;
   options.sync_writes = FLAGS_sync_writes;
 

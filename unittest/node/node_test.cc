@@ -79,6 +79,7 @@ class Cluster {
     for (int i = 0; i < n; ++i) nodes_.push_back(NodeInfo{"127.0.0.1", FreePort()});
     for (int i = 0; i < n; ++i) machines_.push_back(std::make_unique<RecordingStateMachine>());
     running_.resize(n);
+    started_.resize(n, false);
   }
   ~Cluster() {
     for (auto& node : running_) node.reset();
@@ -91,6 +92,7 @@ class Cluster {
     o.cluster_id = 77;
     o.group_count = groups_;
     o.data_dir = dir_.path() + "/n" + std::to_string(i);
+    o.create_if_missing = true;
     for (int g = 0; g < groups_; ++g) {
       o.state_machines.push_back({static_cast<uint32_t>(g), machines_[i].get()});
     }
@@ -105,7 +107,11 @@ class Cluster {
   Status Start(int i) {
     // A restarted node replays its log into a fresh (in-memory) state machine.
     machines_[i]->Clear();
-    return Node::Open(OptionsFor(i), &running_[i]);
+    Options o = OptionsFor(i);
+    // Only the first start creates the log: a restart must find it.
+    o.create_if_missing = !started_[i];
+    started_[i] = true;
+    return Node::Open(o, &running_[i]);
   }
   void StartAll() {
     for (size_t i = 0; i < nodes_.size(); ++i) ASSERT_TRUE(Start(static_cast<int>(i)).ok());
@@ -123,6 +129,7 @@ class Cluster {
   std::vector<NodeInfo> nodes_;
   std::vector<std::unique_ptr<RecordingStateMachine>> machines_;
   std::vector<std::unique_ptr<Node>> running_;
+  std::vector<bool> started_;  // Start(i) was called before
 };
 
 bool AllExecutedSame(Cluster* c, const std::vector<int>& members, size_t count) {
@@ -383,6 +390,7 @@ class OptionsTest : public ::testing::Test {
     o.self = NodeInfo{"127.0.0.1", port_};
     o.nodes = {o.self};
     o.data_dir = dir_.path() + "/data";
+    o.create_if_missing = true;
     o.state_machines = {{0, &sm1_}};
     o.log_level = LogLevel::kNone;
     return o;
@@ -480,6 +488,46 @@ TEST_F(OptionsTest, ForeignDataDirIsRefused) {
   EXPECT_NE(s.message().find("cluster"), std::string::npos) << s.ToString();
 }
 
+TEST_F(OptionsTest, MissingOrEmptyDataDirNeedsCreateIfMissing) {
+  Options o = Valid();
+  o.create_if_missing = false;
+  Status s = Open(o);  // the data dir does not exist
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find(o.data_dir), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("create_if_missing"), std::string::npos) << s.ToString();
+  struct stat st;
+  EXPECT_NE(0, stat(o.data_dir.c_str(), &st)) << "a refused Open created the data dir";
+  ASSERT_EQ(0, mkdir(o.data_dir.c_str(), 0755));  // empty, like an unmounted volume
+  s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  // The first start creates it; later starts reopen it without the option.
+  o.create_if_missing = true;
+  ASSERT_TRUE(Open(o).ok());
+  o.create_if_missing = false;
+  s = Open(o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // A group whose own directory went missing is refused too.
+  o.group_count = 2;
+  s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find(o.data_dir + "/g1"), std::string::npos) << s.ToString();
+}
+
+TEST_F(OptionsTest, DataDirOfAnotherNodeIsRefused) {
+  Options o = Valid();
+  ASSERT_TRUE(Open(o).ok());
+  // The same data dir under another node's address (copied or swapped).
+  Options other = o;
+  other.self = NodeInfo{"127.0.0.1", FreePort()};
+  other.nodes = {other.self};
+  other.create_if_missing = false;
+  Status s = Open(other);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find(o.self.ToString()), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(other.self.ToString()), std::string::npos) << s.ToString();
+  EXPECT_TRUE(Open(o).ok());  // its own node still opens it
+}
+
 TEST_F(OptionsTest, StateMachinesOfSeveralGroups) {
   Options o = Valid();
   o.group_count = 2;
@@ -507,6 +555,7 @@ Options SingleNodeOptions(const TempDir& dir, StateMachine* sm) {
   o.self = NodeInfo{"127.0.0.1", FreePort()};
   o.nodes = {o.self};
   o.data_dir = dir.path() + "/d";
+  o.create_if_missing = true;
   if (sm != nullptr) o.state_machines = {{0, sm}};
   o.log_level = LogLevel::kNone;
   return o;
@@ -668,6 +717,7 @@ TEST(NodeEdgeTest, FailedLogWriteHaltsTheGroupWithIOError) {
   o.log_storage_factory = [&](uint32_t group, std::unique_ptr<LogStorage>* out) {
     LevelDbLogOptions lo;
     lo.group = group;
+    lo.create_if_missing = true;
     std::unique_ptr<LogStorage> base;
     Status s = OpenLevelDbLogStorage(dir.path() + "/g" + std::to_string(group), lo, &base);
     if (s.ok()) out->reset(new FailingLogStorage(std::move(base), &fail));

@@ -39,9 +39,20 @@ struct Options {
   int group_count = 1;
 
   // ---- Storage ----
-  // Directory of the paxos logs (one leveldb per group under it). Created if
-  // missing. REQUIRED unless log_storage_factory is set.
+  // Directory of the paxos logs (one leveldb per group, in data_dir/g<group>).
+  // REQUIRED unless log_storage_factory is set. The logs record the cluster
+  // id, the group and this node's id; Open refuses a log of another cluster,
+  // group or node (InvalidArgument naming both).
   std::string data_dir;
+  // Create the logs when data_dir (or a group's directory in it) is missing
+  // or empty. Default false, leveldb's convention: then Open returns
+  // InvalidArgument naming the directory. A node must never start with a
+  // fresh log by accident (e.g. restarted on an unmounted volume): it would
+  // have forgotten the promises and votes it made, which breaks Paxos
+  // safety. Set it on a node's very first start only (the sample programs
+  // take --create_if_missing). Existing logs are opened whatever it says.
+  // Ignored when log_storage_factory is set (the factory decides).
+  bool create_if_missing = false;
   // Sync every promise/accept record before answering (fsync). Default true.
   // false trades durability for speed: a machine crash can then violate
   // safety. Only for tests and benchmarks.

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   if (options.self.port == 0) return Fail("no free loopback port");
   options.nodes = {options.self};
   options.data_dir = argv[1];
+  options.create_if_missing = true;  // the first start of this node
   options.state_machines = {{0, &sm}};
 
   std::unique_ptr<chorus::Node> node;
