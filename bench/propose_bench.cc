@@ -73,7 +73,8 @@ using Clock = std::chrono::steady_clock;
 class CountingStateMachine : public chorus::StateMachine {
  public:
   int id() const override { return 1; }
-  chorus::Status Execute(uint32_t, uint64_t, const std::string&, chorus::ExecuteContext*) override {
+  chorus::Status Execute(const chorus::ExecuteInfo&, const std::string&,
+                         chorus::ExecuteContext*) override {
     executed_.fetch_add(1, std::memory_order_relaxed);
     return chorus::Status::OK();
   }

@@ -122,6 +122,9 @@ Group* NodeImpl::FindGroup(uint32_t group) const {
 
 Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* instance_id,
                          ExecuteContext* ctx) {
+  // node.h: these say nothing unless the value is executed.
+  if (instance_id != nullptr) *instance_id = 0;
+  if (ctx != nullptr) ctx->proposal_id = 0;
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
   ActiveCall call(&active_calls_);
@@ -130,6 +133,9 @@ Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* ins
 
 Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
                               uint32_t* batch_index, ExecuteContext* ctx) {
+  if (instance_id != nullptr) *instance_id = 0;
+  if (batch_index != nullptr) *batch_index = 0;
+  if (ctx != nullptr) ctx->proposal_id = 0;
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
   ActiveCall call(&active_calls_);

@@ -63,11 +63,11 @@ class EchoStateMachine : public chorus::StateMachine {
 
   int id() const override { return 1; }
 
-  chorus::Status Execute(uint32_t group, uint64_t instance, const std::string& value,
+  chorus::Status Execute(const chorus::ExecuteInfo& info, const std::string& value,
                          chorus::ExecuteContext* ctx) override {
     std::string line = "executed ";
-    if (print_group_) line += "group=" + std::to_string(group) + " ";
-    line += "instance=" + std::to_string(instance) + " value=" + value;
+    if (print_group_) line += "group=" + std::to_string(info.group) + " ";
+    line += "instance=" + std::to_string(info.instance) + " value=" + value;
     PrintLine(line);
     if (ctx != nullptr) ctx->output = value;
     return chorus::Status::OK();
