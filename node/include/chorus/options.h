@@ -80,7 +80,8 @@ struct Options {
 
   // ---- Proposals ----
   // How long Propose waits for its value to be chosen and executed before
-  // returning Timeout. Default 5000 ms.
+  // returning Timeout, unless the call sets its own
+  // ExecuteContext::timeout_ms. Default 5000 ms.
   int propose_timeout_ms = 5000;
   // Largest value Propose accepts (TooLarge beyond). Default 8 MiB; must be
   // well under max_frame_bytes.
@@ -91,11 +92,15 @@ struct Options {
   // about 1.9x the throughput of 16, with a lower p99 (see README).
   int max_inflight = 64;
   // Overload protection, per group: proposals waiting (queued or in
-  // flight) beyond this are rejected at once with Busy. Default 10000.
+  // flight) beyond this are rejected at once with Busy ("overloaded").
+  // Default 10000.
   int max_waiting_proposals = 10000;
   // A group works on at most 2 x max_inflight proposals at once; the others
-  // wait, in arrival order. One that waited longer than this is failed with
-  // Busy (before its own propose_timeout_ms). Default 2000 ms.
+  // wait, in arrival order. One that waited longer than this before it was
+  // proposed is failed with Busy (before its own deadline): "overloaded"
+  // when it waited for room, "stalled" when the group's loop itself took it
+  // only this late (a paused process, a blocked loop). Either way it was
+  // never proposed. Default 2000 ms.
   int max_queue_wait_ms = 2000;
 
   // ---- Protocol timeouts ----
