@@ -40,6 +40,8 @@ struct Physical {
   size_t length = 0;
 };
 
+size_t NextBlock(size_t pos) { return (pos / kBlockSize + 1) * kBlockSize; }
+
 Parse ParseAt(const std::string& bytes, size_t pos, Physical* rec) {
   const size_t block_left = kBlockSize - pos % kBlockSize;
   if (block_left < kHeaderSize) return Parse::kEndOfBlock;
@@ -48,14 +50,17 @@ Parse ParseAt(const std::string& bytes, size_t pos, Physical* rec) {
   rec->length = static_cast<uint8_t>(h[4]) | (static_cast<size_t>(static_cast<uint8_t>(h[5])) << 8);
   rec->type = static_cast<uint8_t>(h[6]);
   if (rec->type == kZeroType && rec->length == 0) return Parse::kEndOfBlock;
+  // Like leveldb's reader: a length past the end of a short last block is a
+  // write cut by the end of the file; past the end of a full block, damage.
+  const bool in_short_last_block = bytes.size() < NextBlock(pos);
+  if (pos + kHeaderSize + rec->length > bytes.size() && in_short_last_block) {
+    return Parse::kCutAtEnd;
+  }
   if (kHeaderSize + rec->length > block_left) return Parse::kBad;
-  if (pos + kHeaderSize + rec->length > bytes.size()) return Parse::kCutAtEnd;
   if (rec->type < kFullType || rec->type > kLastType) return Parse::kBad;
   if (crc32c::Value(h + 6, 1 + rec->length) != Unmask(DecodeFixed32(h))) return Parse::kBad;
   return Parse::kRecord;
 }
-
-size_t NextBlock(size_t pos) { return (pos / kBlockSize + 1) * kBlockSize; }
 
 // Whether a valid record starts anywhere after the damaged record at `bad`:
 // at any offset of the rest of its block (its own length field may be the
