@@ -15,6 +15,7 @@
 
 #include "chorus/log_storage.h"
 #include "node/leveldb_log_format.h"
+#include "unittest/support/test_util.h"
 
 namespace chorus {
 namespace {
@@ -527,26 +528,6 @@ TEST_F(LevelDbLogStorageTest, ConcurrentWritersAndReaders) {
 
 // ---- A torn tail of leveldb's write-ahead log, as a power loss leaves it ----
 
-// The newest "<number>.log" file of the leveldb database in `dir`.
-std::string NewestWal(const std::string& dir) {
-  std::string newest;
-  unsigned long long best = 0;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return "";
-  while (struct dirent* e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".log") == 0) {
-      const unsigned long long number = std::strtoull(n.c_str(), nullptr, 10);
-      if (newest.empty() || number > best) {
-        best = number;
-        newest = dir + "/" + n;
-      }
-    }
-  }
-  closedir(d);
-  return newest;
-}
-
 off_t FileSize(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 ? st.st_size : -1;
@@ -590,7 +571,7 @@ class TornTailTest : public LevelDbLogStorageTest {
       EXPECT_TRUE(storage_->Write(b, true).ok());
     }
     storage_.reset();
-    return NewestWal(dir_);
+    return testing::NewestLevelDbLog(dir_);
   }
   static std::string Payload(int k, size_t bytes) {
     return std::string(bytes, static_cast<char>('a' + k % 26));
@@ -671,7 +652,7 @@ TEST_F(TornTailTest, ZeroedTailOfAWriteSpanningBlocksIsCut) {
     ASSERT_TRUE(storage_->Write(b, true).ok());
   }
   storage_.reset();
-  const std::string wal = NewestWal(dir_);
+  const std::string wal = testing::NewestLevelDbLog(dir_);
   const off_t size = FileSize(wal);
   Overwrite(wal, size - 40000, 40000, '\0');
   Open();

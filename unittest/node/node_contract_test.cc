@@ -2,6 +2,10 @@
 // application relies on: Execute once per value with its batch index and
 // proposal id, ExecuteNoop for every other instance, per-call deadlines, and
 // learning the outcome of a proposal after a Timeout.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -280,6 +284,49 @@ TEST(NodeContractTest, AfterATimeoutTheProposalIdTellsWhetherTheValueWasChosen) 
     EXPECT_FALSE(e.had_ctx) << "the caller had returned: its ctx is no longer used";
   }
   EXPECT_EQ(ctx.output, "");
+}
+
+
+TEST(NodeContractTest, ARestartAfterATornLogTailStartsAndLogsWhatItCut) {
+  TempDir dir;
+  InfoStateMachine sm;
+  Options o;
+  o.self = NodeInfo{"127.0.0.1", FreePort()};
+  o.nodes = {o.self};
+  o.data_dir = dir.path() + "/d";
+  o.create_if_missing = true;
+  o.state_machines = {{0, &sm}};
+  std::mutex mu;
+  std::vector<std::string> warnings;  // GUARDED_BY(mu)
+  o.log_level = LogLevel::kWarning;
+  o.log_hook = [&](LogLevel level, const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (level == LogLevel::kWarning) warnings.push_back(line);
+  };
+  std::unique_ptr<Node> node;
+  ASSERT_TRUE(Node::Open(o, &node).ok());
+  uint64_t instance = 0;
+  for (int k = 0; k < 5; ++k) ASSERT_TRUE(node->Propose(0, "v" + std::to_string(k), &instance).ok());
+  node.reset();
+  // Power loss in the middle of the last write: its bytes never landed.
+  const std::string wal = testing::NewestLevelDbLog(o.data_dir + "/g0");
+  ASSERT_FALSE(wal.empty());
+  struct stat st;
+  ASSERT_EQ(0, stat(wal.c_str(), &st));
+  ASSERT_GT(st.st_size, 16);
+  const int fd = open(wal.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const std::string zeros(8, '\0');
+  ASSERT_EQ(8, pwrite(fd, zeros.data(), zeros.size(), st.st_size - 8));
+  close(fd);
+
+  o.create_if_missing = false;  // a restart: the log must be found, not made
+  Status s = Node::Open(o, &node);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::lock_guard<std::mutex> lock(mu);
+  bool reported = false;
+  for (const std::string& w : warnings) reported = reported || w.find("torn tail") != std::string::npos;
+  EXPECT_TRUE(reported) << "no warning says what was cut";
 }
 
 }  // namespace
