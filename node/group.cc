@@ -248,7 +248,11 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
       waiter->abandoned = true;
     }
     s = waiter->notifier->WaitFor(0, &ignored);
-    if (!s.ok()) return Status::Timeout("no answer from group " + std::to_string(index_));
+    if (!s.ok()) {
+      return Status::Timeout("no answer from group " + std::to_string(index_) +
+                             " by the call's deadline; the value may still be chosen later "
+                             "(Execute then sees its proposal id)");
+    }
   }
   if (!s.ok()) return s;
   if (instance_id != nullptr) *instance_id = waiter->instance;
@@ -422,7 +426,8 @@ void Group::HandleDeadline(uint64_t token, paxos::Outputs* step) {
   if (it == in_core_.end()) return;
   it->second.deadline_timer = 0;
   AnswerAll(it->second.request.get(),
-            Status::Timeout("value not chosen within propose_timeout_ms; it may still be chosen later"));
+            Status::Timeout("value not chosen by the call's deadline; it may still be chosen "
+                            "later (Execute then sees its proposal id)"));
   // The core ends the proposal (ProposalResult) when it can; the request
   // stays in in_core_ until then so that its value executes without a ctx.
   if (halted_.ok()) core_->Cancel(token, step);
