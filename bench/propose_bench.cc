@@ -63,6 +63,7 @@ DEFINE_string(role, "", "(internal) 'node' in a child process");
 DEFINE_int32(node_index, 0, "(internal) this child's index in --nodes");
 DEFINE_string(nodes, "", "(internal) ip:port list of the 3 nodes");
 DEFINE_string(data_dir, "", "(internal) this node's data dir");
+DEFINE_bool(create_if_missing, false, "(internal) create the data dir (the nodes' first start)");
 DEFINE_bool(run_clients, false, "(internal) this node runs the clients and prints the result");
 
 namespace {
@@ -73,7 +74,8 @@ using Clock = std::chrono::steady_clock;
 class CountingStateMachine : public chorus::StateMachine {
  public:
   int id() const override { return 1; }
-  chorus::Status Execute(uint32_t, uint64_t, const std::string&, chorus::ExecuteContext*) override {
+  chorus::Status Execute(const chorus::ExecuteInfo&, const std::string&,
+                         chorus::ExecuteContext*) override {
     executed_.fetch_add(1, std::memory_order_relaxed);
     return chorus::Status::OK();
   }
@@ -221,6 +223,7 @@ int RunNode() {
   }
   options.self = options.nodes[static_cast<size_t>(FLAGS_node_index)];
   options.data_dir = FLAGS_data_dir;
+  options.create_if_missing = FLAGS_create_if_missing;
   options.group_count = FLAGS_groups;
   options.sync_writes = FLAGS_sync_writes;
   options.max_inflight = FLAGS_max_inflight;
@@ -375,7 +378,7 @@ int RunParent(const char* argv0) {
   for (int i = 2; i >= 0; --i) {
     std::vector<std::string> args = {
         argv0, "--role=node", flag("node_index", std::to_string(i)), flag("nodes", nodes),
-        flag("data_dir", dir + "/node" + std::to_string(i)),
+        flag("data_dir", dir + "/node" + std::to_string(i)), "--create_if_missing",
         flag("groups", std::to_string(FLAGS_groups)),
         flag("max_inflight", std::to_string(FLAGS_max_inflight)),
         flag("batch_count", std::to_string(FLAGS_batch_count)),

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "node/value_codec.h"
+
 namespace chorus {
 
 paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
@@ -18,9 +20,11 @@ paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
   c.accept_timeout_ms = static_cast<uint64_t>(std::max(o.accept_timeout_ms, 1));
   c.learn_interval_ms = static_cast<uint64_t>(std::max(o.learn_interval_ms, 1));
   // A batch packs many values: the core must take the largest of both, plus
-  // the batch framing (5 bytes of header, 8 per value).
+  // the batch framing (5 bytes of header, kBatchEntryOverheadBytes per value;
+  // a single value's 13 bytes of header fit in the slack).
   c.max_value_bytes = std::max(o.max_value_bytes, o.batch_max_bytes) +
-                      8 * static_cast<size_t>(std::max(o.batch_max_count, 1)) + 64;
+                      kBatchEntryOverheadBytes * static_cast<size_t>(std::max(o.batch_max_count, 1)) +
+                      64;
   return c;
 }
 

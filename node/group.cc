@@ -29,6 +29,13 @@ uint64_t FreshSeed() {
          static_cast<uint64_t>(Clock::now().time_since_epoch().count());
 }
 
+// splitmix64's finalizer: a bijection, so distinct counters give distinct ids.
+uint64_t MixBits(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 }  // namespace
 
 Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
@@ -36,6 +43,7 @@ Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> lo
     : env_(env),
       index_(index),
       log_(std::move(log)),
+      proposal_id_base_(FreshSeed() ^ env.options->self.id()),
       queue_(std::make_shared<EventQueue>()),
       batch_(env.options, env.timer_thread, queue_),
       timers_(std::make_unique<GroupTimers>(env.timer_thread, queue_)) {
@@ -157,9 +165,25 @@ Status Group::ResolveStateMachine(const ExecuteContext* ctx, int* id) const {
   return Status::OK();
 }
 
+uint64_t Group::NextProposalId() {
+  uint64_t id = 0;
+  while (id == 0) {  // 0 means "none"
+    id = MixBits(proposal_id_base_ + proposal_seq_.fetch_add(1, std::memory_order_relaxed));
+  }
+  return id;
+}
+
 Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
                       uint64_t* instance_id, uint32_t* batch_index) {
   const Options& o = *env_.options;
+  int timeout_ms = o.propose_timeout_ms;
+  if (ctx != nullptr && ctx->timeout_ms != 0) {
+    if (ctx->timeout_ms < 0) {
+      return Status::InvalidArgument("ExecuteContext::timeout_ms must be >= 0, got " +
+                                     std::to_string(ctx->timeout_ms));
+    }
+    timeout_ms = ctx->timeout_ms;
+  }
   if (stopped_.load(std::memory_order_acquire)) return Status::Stopped("the node is stopping");
   if (std::this_thread::get_id() == loop_thread_id_.load(std::memory_order_acquire)) {
     return Status::InvalidArgument("Propose called from inside Execute of group " +
@@ -175,8 +199,9 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   // Overload protection: refuse at once rather than queue without bound.
   if (waiting_.fetch_add(1, std::memory_order_relaxed) >= o.max_waiting_proposals) {
     waiting_.fetch_sub(1, std::memory_order_relaxed);
-    return Status::Busy("group " + std::to_string(index_) + " already has " +
-                        std::to_string(o.max_waiting_proposals) + " proposals waiting");
+    return Status::Busy("group " + std::to_string(index_) + " overloaded: it already has " +
+                        std::to_string(o.max_waiting_proposals) +
+                        " proposals waiting (max_waiting_proposals); never proposed, safe to retry");
   }
   struct Release {
     std::atomic<int>* n;
@@ -189,16 +214,20 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   if (ctx != nullptr) ctx->result = Status::OK();  // a reused ctx holds no stale result
   waiter->ctx = ctx;
   waiter->enqueued = Clock::now();
+  waiter->deadline = waiter->enqueued + std::chrono::milliseconds(timeout_ms);
+  waiter->value.proposal_id = NextProposalId();
+  if (ctx != nullptr) ctx->proposal_id = waiter->value.proposal_id;
 
   if (batch) {
     waiter->value.payload = value;  // packed with the others when the batch leaves
     batch_.Add(waiter);
   } else {
     auto request = std::make_shared<ProposalRequest>();
-    request->value = EncodeSingleValue(waiter->value.state_machine_id, value);
+    request->value = EncodeSingleValue(waiter->value.state_machine_id, waiter->value.proposal_id,
+                                       value);
     request->waiters.push_back(waiter);
     request->enqueued = waiter->enqueued;
-    request->deadline = request->enqueued + std::chrono::milliseconds(o.propose_timeout_ms);
+    request->deadline = waiter->deadline;
     Event event;
     event.kind = Event::Kind::kPropose;
     event.request = std::move(request);
@@ -206,7 +235,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   }
 
   int ignored = 0;
-  const auto limit = std::chrono::milliseconds(o.propose_timeout_ms) + kAnswerGrace;
+  const auto limit = std::chrono::milliseconds(timeout_ms) + kAnswerGrace;
   s = waiter->notifier->WaitFor(std::chrono::duration_cast<std::chrono::microseconds>(limit).count(),
                                 &ignored);
   if (s.IsTimeout()) {
@@ -217,7 +246,11 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
       waiter->abandoned = true;
     }
     s = waiter->notifier->WaitFor(0, &ignored);
-    if (!s.ok()) return Status::Timeout("no answer from group " + std::to_string(index_));
+    if (!s.ok()) {
+      return Status::Timeout("no answer from group " + std::to_string(index_) +
+                             " by the call's deadline; the value may still be chosen later "
+                             "(Execute then sees its proposal id)");
+    }
   }
   if (!s.ok()) return s;
   if (instance_id != nullptr) *instance_id = waiter->instance;
@@ -270,6 +303,7 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
       break;
     case Event::Kind::kBacklogCheck:
       backlog_timer_ = 0;
+      ExpireBacklog();
       DrainBacklog();  // merges into the round itself
       break;
   }
@@ -282,15 +316,11 @@ size_t Group::CoreCapacity() const {
 }
 
 bool Group::Expired(ProposalRequest* request, Clock::time_point now) {
-  if (now - request->enqueued > std::chrono::milliseconds(env_.options->max_queue_wait_ms)) {
-    AnswerAll(request, Status::Busy("proposal waited longer than max_queue_wait_ms for the group"));
-    return true;
-  }
-  if (now >= request->deadline) {
-    AnswerAll(request, Status::Timeout("proposal deadline passed before it started"));
-    return true;
-  }
-  return false;
+  Status s = CheckNotStarted(*request, now, std::chrono::milliseconds(env_.options->max_queue_wait_ms),
+                             index_);
+  if (s.ok()) return false;
+  AnswerAll(request, s);
+  return true;
 }
 
 void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step) {
@@ -298,12 +328,14 @@ void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos
     AnswerAll(request.get(), halted_);
     return;
   }
-  if (Expired(request.get(), Clock::now())) return;
+  const auto now = Clock::now();
+  if (request->taken == Clock::time_point()) request->taken = now;
+  if (Expired(request.get(), now)) return;
   // At most max_inflight proposals are in the core; the others wait here, in
   // arrival order, where their queue wait is measured.
   if (!backlog_.empty() || in_core_.size() >= CoreCapacity()) {
     backlog_.push_back(request);
-    ArmBacklogTimer();
+    ArmBacklogTimer(Expiry(*request));
     return;
   }
   StartInCore(request, step);
@@ -347,18 +379,39 @@ void Group::DrainBacklog() {
   ArmBacklogTimer();
 }
 
+Clock::time_point Group::Expiry(const ProposalRequest& request) const {
+  return std::min(request.enqueued + std::chrono::milliseconds(env_.options->max_queue_wait_ms),
+                  request.deadline);
+}
+
+void Group::ExpireBacklog() {
+  // Deadlines differ per call: an expired request may sit behind live ones.
+  const auto now = Clock::now();
+  backlog_.erase(std::remove_if(backlog_.begin(), backlog_.end(),
+                                [&](const std::shared_ptr<ProposalRequest>& r) {
+                                  return Expired(r.get(), now);
+                                }),
+                 backlog_.end());
+}
+
 void Group::ArmBacklogTimer() {
   if (backlog_.empty() || backlog_timer_ != 0) return;
-  // The backlog is in arrival order, and every request has the same queue
-  // wait and timeout: the front one expires first.
-  const ProposalRequest& front = *backlog_.front();
-  const auto expiry = std::min(front.enqueued + std::chrono::milliseconds(env_.options->max_queue_wait_ms),
-                               front.deadline);
+  Clock::time_point earliest = Expiry(*backlog_.front());
+  for (const auto& r : backlog_) earliest = std::min(earliest, Expiry(*r));
+  ArmBacklogTimer(earliest);
+}
+
+void Group::ArmBacklogTimer(Clock::time_point expiry) {
+  if (backlog_timer_ != 0) {
+    if (expiry >= backlog_timer_due_) return;
+    timers_->Cancel(backlog_timer_);
+  }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now());
   Event check;
   check.kind = Event::Kind::kBacklogCheck;
   backlog_timer_ = timers_->Start(static_cast<uint64_t>(std::max<int64_t>(left.count(), 0)) + 1,
                                   std::move(check));
+  backlog_timer_due_ = expiry;
 }
 
 void Group::HandleDeadline(uint64_t token, paxos::Outputs* step) {
@@ -366,7 +419,8 @@ void Group::HandleDeadline(uint64_t token, paxos::Outputs* step) {
   if (it == in_core_.end()) return;
   it->second.deadline_timer = 0;
   AnswerAll(it->second.request.get(),
-            Status::Timeout("value not chosen within propose_timeout_ms; it may still be chosen later"));
+            Status::Timeout("value not chosen by the call's deadline; it may still be chosen "
+                            "later (Execute then sees its proposal id)"));
   // The core ends the proposal (ProposalResult) when it can; the request
   // stays in in_core_ until then so that its value executes without a ctx.
   if (halted_.ok()) core_->Cancel(token, step);
@@ -425,44 +479,62 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
     auto it = in_core_.find(chosen.token);
     if (it != in_core_.end()) request = it->second.request.get();
   }
+  std::vector<AppValue> values;
   if (!chosen.noop) {
-    std::vector<AppValue> values;
     Status s = DecodeAppValues(chosen.value, &values);
     if (!s.ok()) {
-      // Every replica decodes the same bytes the same way: skipping keeps them equal.
+      // Every replica decodes the same bytes the same way: skipping keeps them
+      // equal (each state machine hears of the instance as a noop).
       CHORUS_LOG(env_.logger, kError, "group %u: instance %llu holds a value chorus cannot decode: %s",
                  index_, static_cast<unsigned long long>(chosen.instance), s.ToString().c_str());
     }
-    for (size_t i = 0; i < values.size(); ++i) {
-      // The waiter of this value, unless it was already answered (deadline):
-      // then it may have returned, and neither its ctx nor its fields are ours.
-      ProposalWaiter* waiter = nullptr;
-      if (request != nullptr && i < request->waiters.size() && !request->waiters[i]->answered) {
-        waiter = request->waiters[i].get();
-      }
-      auto sm = state_machines_.find(values[i].state_machine_id);
-      if (sm != state_machines_.end() && chosen.instance < checkpoints_[sm->first]) {
-        // Already reflected in this state machine's own durable state.
-      } else if (sm != state_machines_.end()) {
-        if (waiter != nullptr) {
-          std::lock_guard<std::mutex> lock(waiter->mu);
-          ExecuteContext* ctx = waiter->abandoned ? nullptr : waiter->ctx;
-          // The application's result goes to its ctx, never into the Status
-          // Propose returns (that one carries chorus's codes only).
-          Status result = sm->second->Execute(index_, chosen.instance, values[i].payload, ctx);
-          if (ctx != nullptr) ctx->result = std::move(result);
-        } else {
-          sm->second->Execute(index_, chosen.instance, values[i].payload, nullptr);
-        }
-      } else if (values[i].state_machine_id != 0) {
-        CHORUS_LOG(env_.logger, kWarning, "group %u: instance %llu is for unknown state machine %d",
-                   index_, static_cast<unsigned long long>(chosen.instance),
-                   values[i].state_machine_id);
+  }
+  ExecuteInfo info;
+  info.group = index_;
+  info.instance = chosen.instance;
+  info.batch_size = static_cast<uint32_t>(values.size());
+  // State machines that got a value of this instance; the others get ExecuteNoop.
+  std::vector<int> executed;
+  for (size_t i = 0; i < values.size(); ++i) {
+    // The waiter of this value, unless it was already answered (deadline):
+    // then it may have returned, and neither its ctx nor its fields are ours.
+    ProposalWaiter* waiter = nullptr;
+    if (request != nullptr && i < request->waiters.size() && !request->waiters[i]->answered) {
+      waiter = request->waiters[i].get();
+    }
+    auto sm = state_machines_.find(values[i].state_machine_id);
+    if (sm != state_machines_.end() && chosen.instance < checkpoints_[sm->first]) {
+      // Already reflected in this state machine's own durable state.
+    } else if (sm != state_machines_.end()) {
+      info.batch_index = static_cast<uint32_t>(i);
+      info.proposal_id = values[i].proposal_id;
+      if (std::find(executed.begin(), executed.end(), sm->first) == executed.end()) {
+        executed.push_back(sm->first);
       }
       if (waiter != nullptr) {
-        waiter->instance = chosen.instance;
-        waiter->batch_index = static_cast<uint32_t>(i);
+        std::lock_guard<std::mutex> lock(waiter->mu);
+        ExecuteContext* ctx = waiter->abandoned ? nullptr : waiter->ctx;
+        // The application's result goes to its ctx, never into the Status
+        // Propose returns (that one carries chorus's codes only).
+        Status result = sm->second->Execute(info, values[i].payload, ctx);
+        if (ctx != nullptr) ctx->result = std::move(result);
+      } else {
+        sm->second->Execute(info, values[i].payload, nullptr);
       }
+    } else if (values[i].state_machine_id != 0) {
+      CHORUS_LOG(env_.logger, kWarning, "group %u: instance %llu is for unknown state machine %d",
+                 index_, static_cast<unsigned long long>(chosen.instance),
+                 values[i].state_machine_id);
+    }
+    if (waiter != nullptr) {
+      waiter->instance = chosen.instance;
+      waiter->batch_index = static_cast<uint32_t>(i);
+    }
+  }
+  for (const auto& [id, sm] : state_machines_) {
+    if (chosen.instance < checkpoints_[id]) continue;
+    if (std::find(executed.begin(), executed.end(), id) == executed.end()) {
+      sm->ExecuteNoop(index_, chosen.instance);
     }
   }
   next_execute_.store(chosen.instance + 1, std::memory_order_release);

@@ -102,16 +102,25 @@ class Group {
   // unblocked (backlog starts), until a round is empty.
   void RunRounds();
   void HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
-  // Answers `request` with Busy (queue wait exceeded) or Timeout (deadline
-  // passed) and returns true, or returns false if it may still start.
+  // Answers `request` with Busy (queue wait exceeded: overloaded or
+  // stalled) or Timeout (deadline passed) and returns true, or returns false
+  // if it may still start. See CheckNotStarted.
   bool Expired(ProposalRequest* request, std::chrono::steady_clock::time_point now);
+  // When a request that has not started must fail (queue wait or deadline).
+  std::chrono::steady_clock::time_point Expiry(const ProposalRequest& request) const;
+  // Answers every expired request of the backlog, wherever it is.
+  void ExpireBacklog();
   // How many requests the core holds at most; the rest wait in backlog_.
   size_t CoreCapacity() const;
   void StartInCore(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
   // Answers expired waiting requests and starts as many as fit in the core;
   // merges the outputs into the current round.
   void DrainBacklog();
+  // Arms the backlog check for the earliest expiry in the backlog, unless it
+  // is armed; the second form (re-)arms it for `expiry` if that is earlier.
   void ArmBacklogTimer();
+  void ArmBacklogTimer(std::chrono::steady_clock::time_point expiry);
+  uint64_t NextProposalId();
   void HandleDeadline(uint64_t token, paxos::Outputs* step);
   // Adds the outputs of one core step to the current round (clears *step).
   void Merge(paxos::Outputs* step);
@@ -134,6 +143,10 @@ class Group {
   // reflects every instance below it, so Apply skips those. Set by Replay.
   std::map<int, uint64_t> checkpoints_;
   std::vector<uint64_t> peers_;  // every member but self; read-only
+  // Proposal ids (ExecuteContext::proposal_id): MixBits(base + seq), from
+  // any proposing thread.
+  const uint64_t proposal_id_base_;
+  std::atomic<uint64_t> proposal_seq_{0};
 
   std::shared_ptr<EventQueue> queue_;
   ProposeBatch batch_;
@@ -162,6 +175,7 @@ class Group {
   // Requests waiting for room in the core (in_core_ holds CoreCapacity()).
   std::deque<std::shared_ptr<ProposalRequest>> backlog_;
   uint64_t backlog_timer_ = 0;  // GroupTimers handle of the expiry check, 0: none
+  std::chrono::steady_clock::time_point backlog_timer_due_;  // when it fires
   // Non-ok once the group halted (log write failed, checksum mismatch): it
   // then answers every proposal with this and feeds nothing to the core.
   Status halted_;

@@ -8,7 +8,16 @@ namespace leveldb_log {
 
 namespace {
 constexpr size_t kCrcSize = 4;
-constexpr size_t kMetaBodySize = 8 + 4 + 8 + 4;
+constexpr size_t kMetaV1BodySize = 8 + 4 + 8 + 4;
+constexpr size_t kMetaBodySize = kMetaV1BodySize + 8;
+
+// "ip:port (id N)" of a NodeInfo::id() (ipv4 << 16 | port).
+std::string NodeText(uint64_t id) {
+  const uint32_t ip = static_cast<uint32_t>(id >> 16);
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xFF) + "." +
+         std::to_string((ip >> 8) & 0xFF) + "." + std::to_string(ip & 0xFF) + ":" +
+         std::to_string(id & 0xFFFF) + " (id " + std::to_string(id) + ")";
+}
 
 uint32_t ValueCrc(const std::string& key, const char* payload, size_t n) {
   return crc32c::Extend(crc32c::Value(key), payload, n);
@@ -54,42 +63,69 @@ Status DecodeChecksummed(const std::string& key, const std::string& value, const
   return Status::OK();
 }
 
-std::string EncodeMeta(uint64_t cluster_id, uint32_t group) {
+std::string EncodeMetaV1(uint64_t cluster_id, uint32_t group) {
   std::string v;
   PutFixed64(&v, kMetaMagic);
-  PutFixed32(&v, kFormatVersion);
+  PutFixed32(&v, 1);
   PutFixed64(&v, cluster_id);
   PutFixed32(&v, group);
   PutFixed32(&v, crc32c::Value(v));
   return v;
 }
 
-Status CheckMeta(const std::string& value, uint64_t cluster_id, uint32_t group,
-                 const std::string& dir) {
-  if (value.size() != kMetaBodySize + kCrcSize ||
-      DecodeFixed32(value.data() + kMetaBodySize) != crc32c::Value(value.data(), kMetaBodySize)) {
-    return Status::Corruption("log in '" + dir + "': meta record is corrupt");
-  }
+std::string EncodeMeta(const LogIdentity& identity) {
+  std::string v;
+  PutFixed64(&v, kMetaMagic);
+  PutFixed32(&v, kFormatVersion);
+  PutFixed64(&v, identity.cluster_id);
+  PutFixed32(&v, identity.group);
+  PutFixed64(&v, identity.node_id);
+  PutFixed32(&v, crc32c::Value(v));
+  return v;
+}
+
+Status CheckMeta(const std::string& value, const LogIdentity& expected, const std::string& dir,
+                 bool* upgrade) {
+  *upgrade = false;
+  if (value.size() < 12) return Status::Corruption("log in '" + dir + "': meta record is corrupt");
   if (DecodeFixed64(value.data()) != kMetaMagic) {
     return Status::InvalidArgument("'" + dir + "' is not a chorus log (bad meta magic)");
   }
   const uint32_t version = DecodeFixed32(value.data() + 8);
-  if (version != kFormatVersion) {
+  if (version != 1 && version != kFormatVersion) {
     return Status::InvalidArgument("log in '" + dir + "' has format version " +
-                                   std::to_string(version) + ", this build reads version " +
+                                   std::to_string(version) + ", this build reads versions 1 to " +
                                    std::to_string(kFormatVersion));
   }
+  // The crc32c is checked before any other field is trusted.
+  const size_t body = version == 1 ? kMetaV1BodySize : kMetaBodySize;
+  if (value.size() != body + kCrcSize ||
+      DecodeFixed32(value.data() + body) != crc32c::Value(value.data(), body)) {
+    return Status::Corruption("log in '" + dir + "': meta record is corrupt");
+  }
   const uint64_t found_cluster = DecodeFixed64(value.data() + 12);
-  if (found_cluster != cluster_id) {
+  if (found_cluster != expected.cluster_id) {
     return Status::InvalidArgument("log in '" + dir + "' belongs to cluster " +
                                    std::to_string(found_cluster) + ", expected cluster " +
-                                   std::to_string(cluster_id));
+                                   std::to_string(expected.cluster_id));
   }
   const uint32_t found_group = DecodeFixed32(value.data() + 20);
-  if (found_group != group) {
+  if (found_group != expected.group) {
     return Status::InvalidArgument("log in '" + dir + "' belongs to group " +
                                    std::to_string(found_group) + ", expected group " +
-                                   std::to_string(group));
+                                   std::to_string(expected.group));
+  }
+  if (version == 1) {
+    *upgrade = true;
+    return Status::OK();
+  }
+  const uint64_t found_node = DecodeFixed64(value.data() + 24);
+  if (found_node != expected.node_id) {
+    return Status::InvalidArgument(
+        "log in '" + dir + "' belongs to node " + NodeText(found_node) + ", but this node is " +
+        NodeText(expected.node_id) +
+        ": a data dir copied or swapped between nodes would make two acceptors share one "
+        "history (unsafe); give every node its own data dir");
   }
   return Status::OK();
 }

@@ -16,6 +16,7 @@
 
 #include "chorus/leveldb_log_storage.h"
 #include "node/leveldb_log_format.h"
+#include "node/leveldb_wal_tail.h"
 
 namespace chorus {
 
@@ -219,27 +220,68 @@ class LevelDbLogStorage : public LogStorage {
 
 }  // namespace
 
+namespace {
+
+// Opens the database; a torn tail of its write-ahead log is cut off first
+// (see leveldb_wal_tail.h), any other damage is Corruption.
+Status OpenDb(const std::string& dir, const leveldb::Options& lo, const std::string& group_text,
+              const LevelDbLogOptions& options, std::unique_ptr<leveldb::DB>* db) {
+  const std::string context = "cannot open the log of " + group_text + " in '" + dir + "'";
+  leveldb::DB* raw_db = nullptr;
+  leveldb::Status ls = leveldb::DB::Open(lo, dir, &raw_db);
+  if (ls.IsCorruption()) {
+    std::string note;
+    Status s = leveldb_wal::CutTornWalTail(dir, &note);
+    if (!s.ok()) return s.Annotate(context + " (" + ls.ToString() + "), nor cut its torn tail");
+    if (!note.empty()) {
+      if (options.warning_log) options.warning_log("log of " + group_text + ": " + note);
+      ls = leveldb::DB::Open(lo, dir, &raw_db);
+    }
+    if (ls.IsCorruption()) {
+      return Status::Corruption(
+          context + ": " + ls.ToString() +
+          ": the log is damaged (not a torn tail a crash leaves), and a node must not serve "
+          "with a log that may have forgotten its promises; restore this data dir or repair "
+          "it by hand");
+    }
+  }
+  if (!ls.ok()) return FromLevelDb(context, ls);
+  db->reset(raw_db);
+  return Status::OK();
+}
+
+}  // namespace
+
 Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& options,
                              std::unique_ptr<LogStorage>* storage) {
   if (dir.empty()) return Status::InvalidArgument("log directory is empty");
   const std::string group_text = "cluster " + std::to_string(options.cluster_id) + " group " +
                                  std::to_string(options.group);
+  leveldb_log::LogIdentity identity;
+  identity.cluster_id = options.cluster_id;
+  identity.group = options.group;
+  identity.node_id = options.node_id;
 
   const bool has_db = FileExists(dir + "/CURRENT");
   if (!has_db) {
-    if (!options.create_if_missing) {
-      return Status::InvalidArgument("no chorus log in '" + dir +
-                                     "' and create_if_missing is false");
+    bool empty = true;
+    if (FileExists(dir)) {
+      Status s = DirIsEmpty(dir, &empty);
+      if (!s.ok()) return s;
     }
-    Status s = CreateDirs(dir);
-    if (!s.ok()) return s;
-    bool empty = false;
-    s = DirIsEmpty(dir, &empty);
-    if (!s.ok()) return s;
     if (!empty) {
       return Status::InvalidArgument("'" + dir +
                                      "' is not a chorus log: it holds files but no database");
     }
+    if (!options.create_if_missing) {
+      return Status::InvalidArgument(
+          "no chorus log in '" + dir + "': the directory is missing or empty, and "
+          "create_if_missing is false. On this node's first start set create_if_missing; "
+          "otherwise mount or restore its data dir (a node that starts with a fresh log has "
+          "forgotten its promises, which breaks Paxos safety)");
+    }
+    Status s = CreateDirs(dir);
+    if (!s.ok()) return s;
   }
 
   leveldb::Options lo;
@@ -250,39 +292,48 @@ Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& op
     cache.reset(leveldb::NewLRUCache(options.block_cache_bytes));
     lo.block_cache = cache.get();
   }
-  leveldb::DB* raw_db = nullptr;
-  leveldb::Status ls = leveldb::DB::Open(lo, dir, &raw_db);
-  if (!ls.ok()) return FromLevelDb("cannot open the log of " + group_text + " in '" + dir + "'", ls);
-  std::unique_ptr<leveldb::DB> db(raw_db);
+  std::unique_ptr<leveldb::DB> db;
+  Status s = OpenDb(dir, lo, group_text, options, &db);
+  if (!s.ok()) return s;
 
   // The meta key says whose log this is.
   std::string meta;
   leveldb::ReadOptions ro;
   ro.verify_checksums = true;
-  ls = db->Get(ro, leveldb_log::kMetaKey, &meta);
+  leveldb::WriteOptions wo;
+  wo.sync = true;
+  leveldb::Status ls = db->Get(ro, leveldb_log::kMetaKey, &meta);
   if (ls.ok()) {
-    Status s = leveldb_log::CheckMeta(meta, options.cluster_id, options.group, dir);
+    bool upgrade = false;
+    s = leveldb_log::CheckMeta(meta, identity, dir, &upgrade);
     if (!s.ok()) return s;
+    if (upgrade) {
+      // A version 1 log records no node: from now on it belongs to this one.
+      ls = db->Put(wo, leveldb_log::kMetaKey, leveldb_log::EncodeMeta(identity));
+      if (!ls.ok()) return FromLevelDb("cannot upgrade the meta of the log in '" + dir + "'", ls);
+    }
   } else if (ls.IsNotFound()) {
     // A database without meta is ours only when it is empty: we created it
     // just now, or a crash hit between creating it and writing the meta.
     std::unique_ptr<leveldb::Iterator> it(db->NewIterator(ro));
     it->SeekToFirst();
-    if (it->Valid() || !options.create_if_missing) {
+    if (it->Valid()) {
       return Status::InvalidArgument("'" + dir +
                                      "' is a leveldb database but not a chorus log (no meta key)");
     }
-    leveldb::WriteOptions wo;
-    wo.sync = true;
-    ls = db->Put(wo, leveldb_log::kMetaKey,
-                 leveldb_log::EncodeMeta(options.cluster_id, options.group));
+    if (!options.create_if_missing) {
+      return Status::InvalidArgument(
+          "'" + dir + "' holds an empty database that was never made a chorus log (a first "
+          "start that crashed?): start it again with create_if_missing");
+    }
+    ls = db->Put(wo, leveldb_log::kMetaKey, leveldb_log::EncodeMeta(identity));
     if (!ls.ok()) return FromLevelDb("cannot write the meta of the log in '" + dir + "'", ls);
   } else {
     return FromLevelDb("cannot read the meta of the log in '" + dir + "'", ls);
   }
 
   auto result = std::make_unique<LevelDbLogStorage>(dir, std::move(cache), std::move(db));
-  Status s = result->LoadBounds();
+  s = result->LoadBounds();
   if (!s.ok()) return s;
   *storage = std::move(result);
   return Status::OK();

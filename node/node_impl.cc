@@ -60,6 +60,12 @@ Status NodeImpl::OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log) {
   LevelDbLogOptions lo;
   lo.cluster_id = options_.cluster_id;
   lo.group = group;
+  lo.node_id = options_.self.id();
+  lo.create_if_missing = options_.create_if_missing;
+  Logger* logger = &logger_;
+  lo.warning_log = [logger](const std::string& line) {
+    CHORUS_LOG(logger, kWarning, "%s", line.c_str());
+  };
   return OpenLevelDbLogStorage(options_.data_dir + "/g" + std::to_string(group), lo, log);
 }
 
@@ -128,6 +134,9 @@ Group* NodeImpl::FindGroup(uint32_t group) const {
 
 Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* instance_id,
                          ExecuteContext* ctx) {
+  // node.h: these say nothing unless the value is executed.
+  if (instance_id != nullptr) *instance_id = 0;
+  if (ctx != nullptr) ctx->proposal_id = 0;
   ActiveCall call(this);
   if (call.stopping()) return Status::Stopped("the node is stopping");
   Group* g = FindGroup(group);
@@ -137,6 +146,9 @@ Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* ins
 
 Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
                               uint32_t* batch_index, ExecuteContext* ctx) {
+  if (instance_id != nullptr) *instance_id = 0;
+  if (batch_index != nullptr) *batch_index = 0;
+  if (ctx != nullptr) ctx->proposal_id = 0;
   ActiveCall call(this);
   if (call.stopping()) return Status::Stopped("the node is stopping");
   Group* g = FindGroup(group);

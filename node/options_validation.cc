@@ -1,5 +1,7 @@
 #include "node/options_validation.h"
 
+#include <dirent.h>
+
 #include <set>
 #include <string>
 #include <utility>
@@ -11,6 +13,22 @@ namespace chorus {
 
 namespace {
 Status Invalid(const std::string& msg) { return Status::InvalidArgument("options: " + msg); }
+
+// Whether `dir` is a directory with at least one entry.
+bool HoldsSomething(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (struct dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") {
+      found = true;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
+}
 
 Status CheckPositive(const char* name, long long value) {
   if (value <= 0) return Invalid(std::string(name) + " must be > 0, got " + std::to_string(value));
@@ -31,6 +49,13 @@ Status ValidateNodeOptions(const Options& o) {
   if (o.group_count < 1) return Invalid("group_count must be >= 1, got " + std::to_string(o.group_count));
   if (o.data_dir.empty() && !o.log_storage_factory) {
     return Invalid("data_dir is empty (and no log_storage_factory is set)");
+  }
+  if (!o.log_storage_factory && !o.create_if_missing && !HoldsSomething(o.data_dir)) {
+    return Invalid("data_dir '" + o.data_dir +
+                   "' is missing or empty and create_if_missing is false. On this node's first "
+                   "start set create_if_missing; otherwise mount or restore its data dir (a node "
+                   "that starts with a fresh log has forgotten its promises, which breaks Paxos "
+                   "safety)");
   }
   Status s;
   if (!(s = CheckPositive("propose_timeout_ms", o.propose_timeout_ms)).ok()) return s;

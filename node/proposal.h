@@ -31,9 +31,13 @@ struct ProposalWaiter {
   // The state machine it is for; and for BatchPropose the value itself,
   // until its batch is packed.
   AppValue value;
-  // When Propose was called: a batch's queue wait and deadline count from
-  // its first waiter's.
+  // When Propose was called: a batch's queue wait counts from its first
+  // waiter's.
   std::chrono::steady_clock::time_point enqueued;
+  // When this call gives up (ExecuteContext::timeout_ms or
+  // Options::propose_timeout_ms after `enqueued`); a batch's deadline is the
+  // earliest of its waiters'.
+  std::chrono::steady_clock::time_point deadline;
 
   // The proposer's context, used by Execute only while the proposer still
   // waits. If the proposer gives up on its own (the loop did not answer by
@@ -66,7 +70,24 @@ struct ProposalRequest {
   std::string value;
   std::chrono::steady_clock::time_point enqueued;
   std::chrono::steady_clock::time_point deadline;
+  // Loop only: when the loop first took the request from its queue (unset
+  // until then).
+  std::chrono::steady_clock::time_point taken;
 };
+
+// Whether a request that has not started in the core must fail at `now`:
+// returns OK while it may still start, otherwise the definite failure to
+// answer it with (its value was never proposed):
+//   Busy "overloaded"  it waited longer than `max_queue_wait` for room in the
+//                      group (too many proposals in flight before it);
+//   Busy "stalled"     the group's loop took it from its queue only after
+//                      `max_queue_wait`: the loop did not run (the process
+//                      was paused, e.g. SIGSTOP) or was blocked (a slow
+//                      disk, a slow Execute), not an overload;
+//   Timeout            its deadline passed before it started.
+// REQUIRES: request.taken is set.
+Status CheckNotStarted(const ProposalRequest& request, std::chrono::steady_clock::time_point now,
+                       std::chrono::milliseconds max_queue_wait, uint32_t group);
 
 }  // namespace chorus
 

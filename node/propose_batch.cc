@@ -1,5 +1,6 @@
 #include "node/propose_batch.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "node/value_codec.h"
@@ -16,7 +17,10 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   for (const auto& w : request->waiters) values.push_back(&w->value);
   request->value = EncodeBatchValue(values);
   request->enqueued = request->waiters.front()->enqueued;
-  request->deadline = request->enqueued + std::chrono::milliseconds(options_->propose_timeout_ms);
+  // The values share one paxos instance, and so one fate: the earliest
+  // deadline of theirs.
+  request->deadline = request->waiters.front()->deadline;
+  for (const auto& w : request->waiters) request->deadline = std::min(request->deadline, w->deadline);
   return request;
 }
 

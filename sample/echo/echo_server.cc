@@ -4,6 +4,7 @@
 //
 //   echo_server --node=127.0.0.1:7001
 //       --nodes=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 --data_dir=/tmp/n1
+//       [--create_if_missing]     (on the node's first start only)
 //
 // stdout (one line each, flushed at once):
 //   ready node=<ip:port> groups=<n>                  after Node::Open succeeded
@@ -37,6 +38,9 @@
 DEFINE_string(node, "", "this node, ip:port (REQUIRED)");
 DEFINE_string(nodes, "", "every node of the cluster, ip:port,ip:port,... (REQUIRED)");
 DEFINE_string(data_dir, "", "directory of this node's paxos log (REQUIRED)");
+DEFINE_bool(create_if_missing, false,
+            "create the paxos log if --data_dir is missing or empty: only on this node's first "
+            "start (without it a missing log is an error, never a silent fresh start)");
 DEFINE_int32(group_count, 1, "number of paxos groups");
 DEFINE_int32(propose_group, 0, "the group stdin lines are proposed to");
 DEFINE_bool(sync_writes, true, "fsync every promise/accept (false: faster, unsafe)");
@@ -60,11 +64,11 @@ class EchoStateMachine : public chorus::StateMachine {
 
   int id() const override { return 1; }
 
-  chorus::Status Execute(uint32_t group, uint64_t instance, const std::string& value,
+  chorus::Status Execute(const chorus::ExecuteInfo& info, const std::string& value,
                          chorus::ExecuteContext* ctx) override {
     std::string line = "executed ";
-    if (print_group_) line += "group=" + std::to_string(group) + " ";
-    line += "instance=" + std::to_string(instance) + " value=" + value;
+    if (print_group_) line += "group=" + std::to_string(info.group) + " ";
+    line += "instance=" + std::to_string(info.instance) + " value=" + value;
     PrintLine(line);
     if (ctx != nullptr) ctx->output = value;
     return chorus::Status::OK();
@@ -84,7 +88,8 @@ int Usage(const std::string& problem) {
 
 int main(int argc, char** argv) {
   chorus::ParseProgramFlags(
-      "echo_server --node=ip:port --nodes=ip:port,ip:port,... --data_dir=DIR\n"
+      "echo_server --node=ip:port --nodes=ip:port,ip:port,... --data_dir=DIR "
+      "[--create_if_missing]\n"
       "proposes every stdin line; prints every executed value",
       &argc, &argv);
 
@@ -98,6 +103,7 @@ int main(int argc, char** argv) {
     return Usage("--propose_group must be in [0, --group_count)");
   }
   options.data_dir = FLAGS_data_dir;
+  options.create_if_missing = FLAGS_create_if_missing;
   options.group_count = FLAGS_group_count;
   options.sync_writes = FLAGS_sync_writes;
 

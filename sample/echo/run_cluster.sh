@@ -6,7 +6,7 @@
 #
 # Builds nothing: $ECHO_SERVER (default build/sample/echo/echo_server under
 # the repository root) must exist. Starts the nodes in the background on free
-# ports with fresh data dirs in a temp dir, feeds values through FIFOs into
+# ports with fresh data dirs in a temp dir (--create_if_missing), feeds values through FIFOs into
 # the stdin of node 1 and node 2 (concurrently), waits (with a deadline)
 # until every replica executed all of them, prints each replica's executed
 # sequence and checks the three sequences are identical. Then it kills node 3
@@ -69,8 +69,9 @@ echo "run_cluster: nodes $nodes, data under $tmp"
 fds=()
 for i in 1 2 3; do
   mkfifo "$tmp/in$i"
+  # First start: the only time a node may create its log.
   "$server" --node="127.0.0.1:${ports[$((i - 1))]}" --nodes="$nodes" --data_dir="$tmp/data$i" \
-    <"$tmp/in$i" >"$tmp/out$i" 2>"$tmp/err$i" &
+    --create_if_missing <"$tmp/in$i" >"$tmp/out$i" 2>"$tmp/err$i" &
   pids+=($!)
   # Hold the write end open so the node's stdin stays open between values.
   exec {fd}>"$tmp/in$i"
@@ -160,6 +161,8 @@ for k in $(seq "$values_per_node"); do
 done
 total=${#expected[@]}
 wait_proposed 1 $((2 * values_per_node))
+# No --create_if_missing: the restart must reopen node 3's existing log (it
+# would refuse to start if the data dir were missing or empty).
 "$server" --node="127.0.0.1:${ports[2]}" --nodes="$nodes" --data_dir="$tmp/data3" \
   <"$tmp/in3" >"$tmp/out3" 2>"$tmp/err3" &
 pids[2]=$!

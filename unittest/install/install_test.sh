@@ -8,7 +8,8 @@
 # 1. cmake --install into a temp prefix, then moves the prefix elsewhere (the
 #    package must be relocatable); 2. checks the layout: public headers only,
 #    no generated protobuf header, no build/source path in the CMake files;
-# 3. configures + builds the app with find_package(chorus); 4. runs it.
+# 3. compiles README.md's "Embed it" snippet against the installed headers;
+# 4. configures + builds the app with find_package(chorus); 5. runs it.
 set -euo pipefail
 : "${CHORUS_BUILD_DIR:?}" "${CHORUS_SOURCE_DIR:?}" "${CHORUS_APP_DIR:?}"
 CMAKE=${CMAKE_COMMAND:-cmake}
@@ -41,6 +42,13 @@ done < <(grep -ho '#include "[^"]*"' "$prefix"/include/chorus/*.h | sed 's/#incl
 if grep -l -e "$CHORUS_BUILD_DIR" -e "$CHORUS_SOURCE_DIR" "$cfg"/*.cmake; then
   fail "the installed CMake package names the build or source tree"
 fi
+
+# The README's "Embed it" snippet compiles against the installed headers.
+awk '/^## Embed it/ { in_section = 1 } in_section && /^```cpp/ { in_code = 1; next }
+     in_code && /^```/ { exit } in_code' "$CHORUS_SOURCE_DIR/README.md" >"$tmp/readme_snippet.cc"
+[ -s "$tmp/readme_snippet.cc" ] || fail "README.md has no cpp snippet under '## Embed it'"
+"${CHORUS_CXX:-c++}" -std=c++17 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" \
+  "$tmp/readme_snippet.cc" || fail "README.md's 'Embed it' snippet does not compile"
 
 args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
       -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)

@@ -26,6 +26,8 @@ class LevelDbLogStorageTest : public ::testing::Test {
     dir_ = root_ + "/data/g3";  // parents do not exist yet
     options_.cluster_id = 77;
     options_.group = 3;
+    options_.node_id = 0x7f0000011f41;  // 127.0.0.1:8001
+    options_.create_if_missing = true;
   }
   void TearDown() override {
     storage_.reset();
@@ -463,6 +465,17 @@ TEST_F(LevelDbLogStorageTest, MissingWithoutCreateIsInvalidArgument) {
   std::unique_ptr<LogStorage> st;
   Status s = OpenLevelDbLogStorage(dir_, options_, &st);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find(dir_)) << s.message();
+  EXPECT_NE(std::string::npos, s.message().find("create_if_missing")) << s.message();
+  EXPECT_EQ(nullptr, st);
+  // Nothing was created.
+  struct stat st_buf;
+  EXPECT_NE(0, stat(dir_.c_str(), &st_buf));
+  // An empty directory (e.g. an unmounted volume's mount point) is no log either.
+  ASSERT_EQ(0, system(("mkdir -p '" + dir_ + "'").c_str()));
+  s = OpenLevelDbLogStorage(dir_, options_, &st);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("missing or empty")) << s.message();
   EXPECT_EQ(nullptr, st);
 }
 
@@ -507,6 +520,46 @@ TEST_F(LevelDbLogStorageTest, ConcurrentWritersAndReaders) {
   ASSERT_TRUE(storage_->GetMinInstanceId(&min).ok());
   EXPECT_EQ(kThreads * kPerThread - 1, max);
   EXPECT_EQ(0u, min);
+}
+
+
+// ---- Identity of the data dir ----
+
+TEST_F(LevelDbLogStorageTest, AnotherNodesLogIsRejected) {
+  Open();
+  ASSERT_TRUE(storage_->Write(Records(0, 1), true).ok());
+  storage_.reset();
+  LevelDbLogOptions other = options_;
+  other.node_id = 0x7f0000011f42;  // 127.0.0.1:8002
+  std::unique_ptr<LogStorage> st;
+  Status s = OpenLevelDbLogStorage(dir_, other, &st);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(std::string::npos, s.message().find("127.0.0.1:8001")) << s.message();
+  EXPECT_NE(std::string::npos, s.message().find("127.0.0.1:8002")) << s.message();
+  EXPECT_NE(std::string::npos, s.message().find("share one history")) << s.message();
+  EXPECT_EQ(nullptr, st);
+  Open();  // its own node still opens it
+}
+
+TEST_F(LevelDbLogStorageTest, VersionOneLogIsUpgradedToRecordTheNode) {
+  Open();
+  ASSERT_TRUE(storage_->Write(Records(0, 3), true).ok());
+  storage_.reset();
+  PutRaw(leveldb_log::kMetaKey, leveldb_log::EncodeMetaV1(options_.cluster_id, options_.group));
+  Open();  // a log written before node ids were recorded
+  std::string rec;
+  ASSERT_TRUE(storage_->Get(2, &rec).ok());
+  storage_.reset();
+  leveldb_log::LogIdentity id;
+  id.cluster_id = options_.cluster_id;
+  id.group = options_.group;
+  id.node_id = options_.node_id;
+  EXPECT_EQ(leveldb_log::EncodeMeta(id), GetRaw(leveldb_log::kMetaKey));
+  // From now on it belongs to that node.
+  LevelDbLogOptions other = options_;
+  other.node_id = 0x7f0000011f42;
+  std::unique_ptr<LogStorage> st;
+  EXPECT_TRUE(OpenLevelDbLogStorage(dir_, other, &st).IsInvalidArgument());
 }
 
 }  // namespace

@@ -85,6 +85,7 @@ Options ScriptedOptions(const TempDir& dir, Transport* transport) {
   o.nodes = {NodeInfo{"127.0.0.1", 1}, NodeInfo{"127.0.0.1", 2}, NodeInfo{"127.0.0.1", 3}};
   o.self = o.nodes[0];
   o.data_dir = dir.path() + "/d";
+  o.create_if_missing = true;  // a fresh dir: the first start
   o.transport = transport;
   o.log_level = LogLevel::kNone;
   return o;

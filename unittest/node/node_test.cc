@@ -28,32 +28,45 @@ using testing::FreePort;
 using testing::TempDir;
 using testing::WaitUntil;
 
-// Records what it executes; answers the proposer with "ok:<value>"; values
-// starting with "reject" are refused (deterministically) with Conflict, and
-// values starting with "busy" / "timeout" get those codes, which are also
-// chorus's own.
+// Records what it executes (and the noop instances); answers the proposer
+// with "ok:<value>"; values starting with "reject" are refused
+// (deterministically) with Conflict, and values starting with "busy" /
+// "timeout" get those codes, which are also chorus's own.
 class RecordingStateMachine : public StateMachine {
  public:
   explicit RecordingStateMachine(int id = 1) : id_(id) {}
   int id() const override { return id_; }
-  Status Execute(uint32_t group, uint64_t instance, const std::string& value,
-                 ExecuteContext* ctx) override {
+  Status Execute(const ExecuteInfo& info, const std::string& value, ExecuteContext* ctx) override {
     std::lock_guard<std::mutex> lock(mu_);
-    log_.push_back({group, instance, value});
+    log_.push_back({info.group, info.instance, value, info.batch_index, info.batch_size,
+                    info.proposal_id});
     if (ctx != nullptr) ctx->output = "ok:" + value;
     if (value.rfind("reject", 0) == 0) return Status::Conflict("rejected by the state machine");
     if (value.rfind("busy", 0) == 0) return Status::Busy("the application is busy");
     if (value.rfind("timeout", 0) == 0) return Status::Timeout("the application timed out");
     return Status::OK();
   }
+  void ExecuteNoop(uint32_t group, uint64_t instance) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    noops_.push_back({group, instance, "", 0, 0, 0});
+  }
   struct Entry {
     uint32_t group;
     uint64_t instance;
     std::string value;
+    uint32_t batch_index;
+    uint32_t batch_size;
+    uint64_t proposal_id;
     bool operator==(const Entry& o) const {
-      return group == o.group && instance == o.instance && value == o.value;
+      return group == o.group && instance == o.instance && value == o.value &&
+             batch_index == o.batch_index && batch_size == o.batch_size &&
+             proposal_id == o.proposal_id;
     }
   };
+  std::vector<Entry> noops() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return noops_;
+  }
   std::vector<Entry> log() const {
     std::lock_guard<std::mutex> lock(mu_);
     return log_;
@@ -70,12 +83,14 @@ class RecordingStateMachine : public StateMachine {
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
     log_.clear();
+    noops_.clear();
   }
 
  private:
   const int id_;
   mutable std::mutex mu_;
-  std::vector<Entry> log_;  // GUARDED_BY(mu_)
+  std::vector<Entry> log_;    // GUARDED_BY(mu_)
+  std::vector<Entry> noops_;  // GUARDED_BY(mu_)
 };
 
 class Cluster {
@@ -84,6 +99,7 @@ class Cluster {
     for (int i = 0; i < n; ++i) nodes_.push_back(NodeInfo{"127.0.0.1", FreePort()});
     for (int i = 0; i < n; ++i) machines_.push_back(std::make_unique<RecordingStateMachine>());
     running_.resize(n);
+    started_.resize(n, false);
   }
   ~Cluster() {
     for (auto& node : running_) node.reset();
@@ -96,6 +112,7 @@ class Cluster {
     o.cluster_id = 77;
     o.group_count = groups_;
     o.data_dir = dir_.path() + "/n" + std::to_string(i);
+    o.create_if_missing = true;
     for (int g = 0; g < groups_; ++g) {
       o.state_machines.push_back({static_cast<uint32_t>(g), machines_[i].get()});
     }
@@ -110,7 +127,11 @@ class Cluster {
   Status Start(int i) {
     // A restarted node replays its log into a fresh (in-memory) state machine.
     machines_[i]->Clear();
-    return Node::Open(OptionsFor(i), &running_[i]);
+    Options o = OptionsFor(i);
+    // Only the first start creates the log: a restart must find it.
+    o.create_if_missing = !started_[i];
+    started_[i] = true;
+    return Node::Open(o, &running_[i]);
   }
   void StartAll() {
     for (size_t i = 0; i < nodes_.size(); ++i) ASSERT_TRUE(Start(static_cast<int>(i)).ok());
@@ -128,6 +149,7 @@ class Cluster {
   std::vector<NodeInfo> nodes_;
   std::vector<std::unique_ptr<RecordingStateMachine>> machines_;
   std::vector<std::unique_ptr<Node>> running_;
+  std::vector<bool> started_;  // Start(i) was called before
 };
 
 bool AllExecutedSame(Cluster* c, const std::vector<int>& members, size_t count) {
@@ -407,7 +429,7 @@ TEST(NodeTest, OverloadIsRejectedWithBusy) {
   EXPECT_TRUE(WaitUntil([&] {
     uint64_t instance = 0;
     last = node->Propose(0, "one-too-many", &instance);
-    return last.IsBusy();
+    return last.IsBusy() && last.message().find("overloaded") != std::string::npos;
   })) << last.ToString();
   done = true;
   node->Stop();
@@ -421,6 +443,7 @@ class OptionsTest : public ::testing::Test {
     o.self = NodeInfo{"127.0.0.1", port_};
     o.nodes = {o.self};
     o.data_dir = dir_.path() + "/data";
+    o.create_if_missing = true;
     o.state_machines = {{0, &sm1_}};
     o.log_level = LogLevel::kNone;
     return o;
@@ -518,6 +541,46 @@ TEST_F(OptionsTest, ForeignDataDirIsRefused) {
   EXPECT_NE(s.message().find("cluster"), std::string::npos) << s.ToString();
 }
 
+TEST_F(OptionsTest, MissingOrEmptyDataDirNeedsCreateIfMissing) {
+  Options o = Valid();
+  o.create_if_missing = false;
+  Status s = Open(o);  // the data dir does not exist
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find(o.data_dir), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("create_if_missing"), std::string::npos) << s.ToString();
+  struct stat st;
+  EXPECT_NE(0, stat(o.data_dir.c_str(), &st)) << "a refused Open created the data dir";
+  ASSERT_EQ(0, mkdir(o.data_dir.c_str(), 0755));  // empty, like an unmounted volume
+  s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  // The first start creates it; later starts reopen it without the option.
+  o.create_if_missing = true;
+  ASSERT_TRUE(Open(o).ok());
+  o.create_if_missing = false;
+  s = Open(o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  // A group whose own directory went missing is refused too.
+  o.group_count = 2;
+  s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find(o.data_dir + "/g1"), std::string::npos) << s.ToString();
+}
+
+TEST_F(OptionsTest, DataDirOfAnotherNodeIsRefused) {
+  Options o = Valid();
+  ASSERT_TRUE(Open(o).ok());
+  // The same data dir under another node's address (copied or swapped).
+  Options other = o;
+  other.self = NodeInfo{"127.0.0.1", FreePort()};
+  other.nodes = {other.self};
+  other.create_if_missing = false;
+  Status s = Open(other);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find(o.self.ToString()), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(other.self.ToString()), std::string::npos) << s.ToString();
+  EXPECT_TRUE(Open(o).ok());  // its own node still opens it
+}
+
 TEST_F(OptionsTest, StateMachinesOfSeveralGroups) {
   Options o = Valid();
   o.group_count = 2;
@@ -545,6 +608,7 @@ Options SingleNodeOptions(const TempDir& dir, StateMachine* sm) {
   o.self = NodeInfo{"127.0.0.1", FreePort()};
   o.nodes = {o.self};
   o.data_dir = dir.path() + "/d";
+  o.create_if_missing = true;
   if (sm != nullptr) o.state_machines = {{0, sm}};
   o.log_level = LogLevel::kNone;
   return o;
@@ -554,7 +618,7 @@ Options SingleNodeOptions(const TempDir& dir, StateMachine* sm) {
 class GateStateMachine : public StateMachine {
  public:
   int id() const override { return 1; }
-  Status Execute(uint32_t, uint64_t, const std::string& value, ExecuteContext*) override {
+  Status Execute(const ExecuteInfo&, const std::string& value, ExecuteContext*) override {
     if (value.rfind("block", 0) == 0) {
       std::unique_lock<std::mutex> l(mu_);
       entered_ = true;
@@ -706,6 +770,7 @@ TEST(NodeEdgeTest, FailedLogWriteHaltsTheGroupWithIOError) {
   o.log_storage_factory = [&](uint32_t group, std::unique_ptr<LogStorage>* out) {
     LevelDbLogOptions lo;
     lo.group = group;
+    lo.create_if_missing = true;
     std::unique_ptr<LogStorage> base;
     Status s = OpenLevelDbLogStorage(dir.path() + "/g" + std::to_string(group), lo, &base);
     if (s.ok()) out->reset(new FailingLogStorage(std::move(base), &fail));
@@ -733,10 +798,10 @@ TEST(NodeEdgeTest, FailedLogWriteHaltsTheGroupWithIOError) {
 class ReentrantStateMachine : public StateMachine {
  public:
   int id() const override { return 1; }
-  Status Execute(uint32_t group, uint64_t, const std::string& value, ExecuteContext*) override {
+  Status Execute(const ExecuteInfo& info, const std::string& value, ExecuteContext*) override {
     if (value == "reenter") {
       uint64_t instance = 0;
-      inner = node->Propose(group, "inner", &instance);
+      inner = node->Propose(info.group, "inner", &instance);
     }
     return Status::OK();
   }
@@ -780,7 +845,8 @@ TEST(NodeEdgeTest, ProposalsWaitingTooLongForTheGroupGetBusy) {
     threads.emplace_back([&, t] {
       uint64_t instance = 0;
       Status s = node->Propose(0, "p" + std::to_string(t), &instance);
-      (s.IsBusy() ? busy : s.IsTimeout() ? timeout : other)++;
+      const bool overloaded = s.IsBusy() && s.message().find("overloaded") != std::string::npos;
+      (overloaded ? busy : s.IsTimeout() ? timeout : other)++;
     });
   }
   for (auto& t : threads) t.join();

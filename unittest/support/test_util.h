@@ -49,6 +49,26 @@ inline int CountOpenFds() {
   return count - 1;  // the DIR itself
 }
 
+// The newest "<number>.log" (leveldb's write-ahead log) in the leveldb
+// directory `dir`, as a path; "" when there is none.
+inline std::string NewestLevelDbLog(const std::string& dir) {
+  std::string newest;
+  unsigned long long best = 0;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return newest;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.size() <= 4 || n.compare(n.size() - 4, 4, ".log") != 0) continue;
+    const unsigned long long number = std::strtoull(n.c_str(), nullptr, 10);
+    if (newest.empty() || number > best) {
+      best = number;
+      newest = dir + "/" + n;
+    }
+  }
+  closedir(d);
+  return newest;
+}
+
 // Polls pred() until it holds or `deadline` passes; returns pred().
 inline bool WaitUntil(const std::function<bool()>& pred,
                       std::chrono::milliseconds deadline = std::chrono::seconds(30)) {

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,23 +22,42 @@ namespace chorus {
 
 // Options of the leveldb log storage.
 struct LevelDbLogOptions {
-  // Identity checked against the data dir: opening a dir made for another
-  // cluster or group fails with InvalidArgument.
+  // Identity recorded in the log when it is created and checked on every
+  // open: a log made for another cluster, group or node fails with
+  // InvalidArgument naming both. node_id is NodeInfo::id() of the node that
+  // owns the log (a data dir copied or swapped between two nodes would make
+  // two acceptors share one history, which breaks Paxos safety).
   uint64_t cluster_id = 0;
   uint32_t group = 0;
-  // Create the database when `dir` holds none. With false, a missing
-  // database is InvalidArgument.
-  bool create_if_missing = true;
+  uint64_t node_id = 0;
+  // Create a new, empty log when `dir` is missing or empty. Default false
+  // (leveldb's convention): then a missing or empty `dir` is InvalidArgument
+  // naming it. An existing log is opened whatever this says.
+  bool create_if_missing = false;
   // leveldb block cache size in bytes (0: leveldb's default of 8 MiB).
   size_t block_cache_bytes = 0;
+  // Receives a line when opening repaired something (a torn tail cut off
+  // leveldb's write-ahead log). Default (empty): the line is dropped.
+  std::function<void(const std::string& line)> warning_log;
 };
 
-// Opens (or creates) the leveldb paxos log of one group in directory `dir`.
-// On success *storage owns the database. Fails with a clear message when the
-// directory cannot be created or written, is not a chorus log, or belongs to
-// another cluster or group.
+// Opens (or, with create_if_missing, creates) the leveldb paxos log of one
+// group in directory `dir`. On success *storage owns the database.
+// Returns:
+//   InvalidArgument  `dir` is missing or empty and create_if_missing is
+//                    false; it holds something that is not a chorus log; the
+//                    log belongs to another cluster, group or node;
+//   IOError          the directory cannot be created, read or written;
+//   Corruption       the log is damaged. A torn tail of leveldb's
+//                    write-ahead log, as a crash or power loss in the middle
+//                    of a write leaves it, is not damage: that write never
+//                    returned, so it is cut off (its bytes kept under
+//                    dir/lost/) and the open succeeds. Damage anywhere else
+//                    (in the middle of the write-ahead log, in a table, in
+//                    the meta record) refuses to open.
 Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& options,
                              std::unique_ptr<LogStorage>* storage);
+
 
 }  // namespace chorus
 

@@ -24,6 +24,7 @@
 #define CHORUS_LOG_STORAGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>

@@ -30,11 +30,18 @@ class Node {
  public:
   // Validates `options`, opens every group's log (recovering its state),
   // starts the transport and the group loops. On success *node is the running
-  // node. Returns InvalidArgument (naming the problem) for an empty node list,
-  // self not in the list, duplicate nodes, group_count < 1, two state
-  // machines with one id in a group, bad limits; IOError / InvalidArgument
-  // for a data dir that cannot be written or belongs to another cluster;
-  // Corruption when the log is damaged.
+  // node. Returns:
+  //   InvalidArgument  (naming the problem) an empty node list, self not in
+  //                    the list, duplicate nodes, group_count < 1, two state
+  //                    machines with one id in a group, bad limits; a data
+  //                    dir that is missing or empty while
+  //                    Options::create_if_missing is false; a data dir that
+  //                    belongs to another cluster, group or node;
+  //   IOError          a data dir that cannot be created, read or written;
+  //   Corruption       a damaged log. A torn tail of the log's last write (a
+  //                    crash or power loss in the middle of it) is not
+  //                    damage: that write never returned, so it is cut off
+  //                    (logged as a warning) and the node starts.
   static Status Open(const Options& options, std::unique_ptr<Node>* node);
 
   Node(const Node&) = delete;
@@ -44,32 +51,66 @@ class Node {
   virtual ~Node();
 
   // Proposes `value` to `group` and waits until it is chosen and executed on
-  // this node. On ok, *instance_id is the instance it was chosen at and, if
-  // ctx is given, ctx->output holds what the state machine wrote and
-  // ctx->result the Status its Execute returned.
+  // this node, or until the call's deadline (ctx->timeout_ms, default
+  // Options::propose_timeout_ms).
+  //
+  // *instance_id (if not null) is the instance the value was chosen at
+  // whenever it was executed here (whatever Execute returned). On every
+  // other outcome it is set to 0, which says nothing (0 is also a real
+  // instance id).
+  // ctx (optional): in: state_machine_id, timeout_ms, user; out: output (what
+  // Execute wrote), result (the Status Execute returned) and proposal_id
+  // (see below).
+  //
   // The returned Status is chorus's alone: what Execute returns never shows
   // up here (a state machine that returns Busy or Timeout must not make a
   // caller that retries on those codes propose a chosen value again), so a
   // caller that needs the application's result passes a ctx.
-  // Returns:
-  //   OK               chosen and executed (whatever Execute returned);
-  //   InvalidArgument  bad group, or state machine id unknown / ambiguous;
+  //
+  // Returns one of three kinds of outcome:
+  // Executed (the value was chosen and executed on this node):
+  //   OK               whatever Execute returned (see ctx->result).
+  // Definite failures (the value was never proposed and never will be; safe
+  // to retry):
+  //   InvalidArgument  bad group, state machine id unknown / ambiguous,
+  //                    ctx->timeout_ms < 0, or called from inside Execute of
+  //                    the same group (it would wait for itself);
   //   TooLarge         value above max_value_bytes;
-  //   Busy             too many proposals waiting (overload), try later;
-  //   Timeout          not chosen+executed within propose_timeout_ms; the
-  //                    value may still be chosen later;
-  //   Stopped          the node is stopping;
+  //   Busy             the proposal never started. The message says why:
+  //                    "overloaded": more than max_waiting_proposals waiting,
+  //                      or it waited max_queue_wait_ms for room among the
+  //                      proposals in flight; back off, then retry;
+  //                    "stalled": the group's loop took it from its queue
+  //                      only after max_queue_wait_ms, because the process
+  //                      was paused (e.g. SIGSTOP) or the loop was blocked (a
+  //                      slow disk or Execute); not an overload: retry.
+  // Indeterminate failures (the value may have been chosen, or may still be
+  // chosen later, by this or any other replica):
+  //   Timeout          not chosen and executed by the call's deadline (the
+  //                    message says "never proposed" when it timed out
+  //                    before it was proposed: then it is definite);
+  //   Stopped          the node is stopping (definite when the call came in
+  //                    after Stop());
   //   IOError          the group halted: writing its log failed;
   //   Corruption       the group halted: its log disagrees with a peer's
   //                    (chained checksum mismatch).
-  // REQUIRES: not called from StateMachine::Execute of the same group
-  // (InvalidArgument: it would wait for itself).
+  // To learn the outcome of an indeterminate failure, pass a ctx: its
+  // proposal_id is set before the value is queued (and kept whatever the
+  // call returns). The value carries it, so if and only if the value is ever
+  // chosen, Execute is called with ExecuteInfo::proposal_id equal to it on
+  // every replica (with ctx == nullptr once the call returned). An
+  // application that must not apply a timed-out value late can propose a
+  // "cancel <proposal_id>" value of its own and have Execute ignore the
+  // original if the cancel is executed first: every replica decides alike.
   virtual Status Propose(uint32_t group, const std::string& value, uint64_t* instance_id,
                          ExecuteContext* ctx = nullptr) = 0;
 
   // Like Propose, but the value may share one paxos instance with other
   // concurrent BatchPropose calls of the group (see Options batch_*).
-  // *batch_index is the value's position within that instance.
+  // *batch_index (if not null) is the value's position within that instance
+  // (ExecuteInfo::batch_index), set like *instance_id. The values of one
+  // batch share one fate: one instance, and one deadline, the earliest of
+  // their calls'.
   virtual Status BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
                               uint32_t* batch_index, ExecuteContext* ctx = nullptr) = 0;
 

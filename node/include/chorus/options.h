@@ -35,9 +35,20 @@ struct Options {
   int group_count = 1;
 
   // ---- Storage ----
-  // Directory of the paxos logs (one leveldb per group under it). Created if
-  // missing. REQUIRED unless log_storage_factory is set.
+  // Directory of the paxos logs (one leveldb per group, in data_dir/g<group>).
+  // REQUIRED unless log_storage_factory is set. The logs record the cluster
+  // id, the group and this node's id; Open refuses a log of another cluster,
+  // group or node (InvalidArgument naming both).
   std::string data_dir;
+  // Create the logs when data_dir (or a group's directory in it) is missing
+  // or empty. Default false, leveldb's convention: then Open returns
+  // InvalidArgument naming the directory. A node must never start with a
+  // fresh log by accident (e.g. restarted on an unmounted volume): it would
+  // have forgotten the promises and votes it made, which breaks Paxos
+  // safety. Set it on a node's very first start only (the sample programs
+  // take --create_if_missing). Existing logs are opened whatever it says.
+  // Ignored when log_storage_factory is set (the factory decides).
+  bool create_if_missing = false;
   // Sync every promise/accept record before answering (fsync). Default true.
   // false trades durability for speed: a machine crash can then violate
   // safety. Only for tests and benchmarks.
@@ -65,7 +76,8 @@ struct Options {
 
   // ---- Proposals ----
   // How long Propose waits for its value to be chosen and executed before
-  // returning Timeout. Default 5000 ms.
+  // returning Timeout, unless the call sets its own
+  // ExecuteContext::timeout_ms. Default 5000 ms.
   int propose_timeout_ms = 5000;
   // Largest value Propose accepts (TooLarge beyond). Default 8 MiB; must be
   // well under max_frame_bytes.
@@ -76,11 +88,15 @@ struct Options {
   // about 1.9x the throughput of 16, with a lower p99 (see README).
   int max_inflight = 64;
   // Overload protection, per group: proposals waiting (queued or in
-  // flight) beyond this are rejected at once with Busy. Default 10000.
+  // flight) beyond this are rejected at once with Busy ("overloaded").
+  // Default 10000.
   int max_waiting_proposals = 10000;
   // A group works on at most 2 x max_inflight proposals at once; the others
-  // wait, in arrival order. One that waited longer than this is failed with
-  // Busy (before its own propose_timeout_ms). Default 2000 ms.
+  // wait, in arrival order. One that waited longer than this before it was
+  // proposed is failed with Busy (before its own deadline): "overloaded"
+  // when it waited for room, "stalled" when the group's loop itself took it
+  // only this late (a paused process, a blocked loop). Either way it was
+  // never proposed. Default 2000 ms.
   int max_queue_wait_ms = 2000;
 
   // ---- Protocol timeouts ----

@@ -1,7 +1,7 @@
 // Copyright (c) chorus authors.
 //
 // StateMachine: what an application implements. chorus calls Execute() with
-// every chosen value, in instance order, on every replica of the group.
+// every chosen value, in log order, on every replica of the group.
 
 #ifndef CHORUS_STATE_MACHINE_H_
 #define CHORUS_STATE_MACHINE_H_
@@ -13,15 +13,25 @@
 
 namespace chorus {
 
-// Passed by a proposer to Propose(); handed back to Execute() on the
-// proposing node only (on other replicas Execute gets nullptr).
+// Passed by a proposer to Propose() / BatchPropose(); handed back to
+// Execute() on the proposing node only (on other replicas Execute gets
+// nullptr), and only while the proposer still waits.
 struct ExecuteContext {
+  // ---- Set by the caller ----
   // Which state machine of the group executes the value. 0 selects the only
   // state machine of a group that has exactly one; with several, it must name
   // one (Propose returns InvalidArgument otherwise).
   int state_machine_id = 0;
+  // This call's deadline: how long it waits for the value to be chosen and
+  // executed before it returns Timeout. 0 (default): Options::
+  // propose_timeout_ms. Negative: InvalidArgument. The values of one batch
+  // (BatchPropose) share one paxos instance and so one deadline: the
+  // earliest of theirs.
+  int timeout_ms = 0;
   // Opaque pointer for the application (e.g. where Execute writes a reply).
   void* user = nullptr;
+
+  // ---- Set by chorus ----
   // Filled by Execute on the proposing node: its result bytes (optional).
   std::string output;
   // Set by chorus on the proposing node: the Status that Execute returned for
@@ -30,6 +40,31 @@ struct ExecuteContext {
   // when Propose returned ok; ok also when no state machine executed the
   // value (it was below a checkpoint, or named no state machine).
   Status result;
+  // The id of this proposal, set by Propose / BatchPropose before it queues
+  // the value and kept whatever the call returns (0 when the call failed
+  // before that: InvalidArgument, TooLarge, Busy for too many waiting
+  // proposals). The value carries it: if and only if the value is chosen,
+  // every replica executes it with ExecuteInfo::proposal_id equal to this.
+  // So after an indeterminate failure (Timeout, Stopped, ...) an application
+  // learns the outcome by looking for this id among the values it executes
+  // (see node.h). Ids are random 64-bit numbers, distinct within a node and,
+  // with overwhelming probability, across the cluster and restarts.
+  uint64_t proposal_id = 0;
+};
+
+// Where a value was chosen, handed to Execute.
+struct ExecuteInfo {
+  uint32_t group = 0;
+  uint64_t instance = 0;
+  // The value's position among the values chosen at `instance` (0 for a
+  // value of Propose; 0 .. batch_size-1 for the values of one BatchPropose
+  // batch). (instance, batch_index) names the value uniquely in the group.
+  uint32_t batch_index = 0;
+  // How many values were chosen at `instance` (all state machines').
+  uint32_t batch_size = 1;
+  // The proposer's ExecuteContext::proposal_id (0 for a value logged by a
+  // chorus version that did not record one).
+  uint64_t proposal_id = 0;
 };
 
 class StateMachine {
@@ -40,20 +75,42 @@ class StateMachine {
   // proposed with ExecuteContext::state_machine_id == id() go to this one.
   virtual int id() const = 0;
 
-  // Executes `value`, chosen at `instance` of `group`. Called in instance
-  // order, one call at a time per group, exactly once per instance per
-  // process run: on the group's loop thread, except for the replay of the
-  // log after a restart, which runs inside Node::Open (from this state
-  // machine's GetCheckpointInstanceId() on; instances below it are skipped).
+  // Executes `value`, chosen at info.instance of info.group.
+  //
+  // Call count: once per chosen VALUE, not per instance. An instance chosen
+  // for a BatchPropose batch holds several values: Execute runs once for
+  // each value of this state machine, in batch order (info.batch_index
+  // increasing). An instance that holds no value for this state machine (a
+  // noop the protocol chose to fill a gap, values only for other state
+  // machines of the group, or a value chorus cannot decode) gets one
+  // ExecuteNoop call instead. So for every instance from
+  // GetCheckpointInstanceId() on, in increasing instance order, each state
+  // machine sees either its Execute calls or exactly one ExecuteNoop, and
+  // can track the instance ids it has applied.
+  //
+  // Within one process run each value is executed at most once. After a
+  // restart, Node::Open replays the chosen log from this state machine's
+  // GetCheckpointInstanceId() on (instances below it are skipped), so a
+  // value may be executed again by a new process: a state machine that
+  // keeps state across restarts must report its checkpoint.
+  //
+  // Threads: one call at a time per group, on the group's loop thread,
+  // except the replay, which runs inside Node::Open.
   // Must not call Propose on its own group (it would wait for itself).
   // REQUIRES: deterministic: every replica must reach the same state.
-  // `ctx` is the proposer's context on the proposing node, nullptr elsewhere.
+  // `ctx` is the proposer's context on the proposing node while the proposer
+  // still waits, nullptr otherwise.
   // The returned Status is the application's result: the proposing node
   // hands it back in ctx->result (Propose itself then returns ok, since the
   // value was chosen and executed). It does not stop the group (replicas
   // must reject the same values).
-  virtual Status Execute(uint32_t group, uint64_t instance, const std::string& value,
+  virtual Status Execute(const ExecuteInfo& info, const std::string& value,
                          ExecuteContext* ctx) = 0;
+
+  // Called for an instance that holds no value for this state machine (see
+  // Execute), on the same thread and in the same order as Execute.
+  // Default: does nothing.
+  virtual void ExecuteNoop(uint32_t group, uint64_t instance);
 
   // Checkpoint hook: the instance id from which this state machine needs
   // values replayed after a restart (every instance below it is durably

@@ -1,8 +1,10 @@
 // A one-file chorus application, built against the installed package by
 // unittest/install/install_test.sh: opens a 1-node cluster on a free loopback
-// port with its log in argv[1], proposes one value, checks that the state
-// machine executed it, stops. Prints "install_app: ok ..." and exits 0 on
-// success; prints the failure and exits 1 otherwise.
+// port with its log in argv[1] (created: its first start), proposes one
+// value with a deadline, checks that the state machine executed it under the
+// proposal id Propose returned, stops. Mirrors README.md's "Embed it".
+// Prints "install_app: ok ..." and exits 0 on success; prints the failure
+// and exits 1 otherwise.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -27,12 +29,18 @@ namespace {
 class RecordingStateMachine : public chorus::StateMachine {
  public:
   int id() const override { return 1; }
-  chorus::Status Execute(uint32_t /*group*/, uint64_t instance, const std::string& value,
+  chorus::Status Execute(const chorus::ExecuteInfo& info, const std::string& value,
                          chorus::ExecuteContext* ctx) override {
     std::lock_guard<std::mutex> lock(mu_);
-    executed_.push_back(std::to_string(instance) + ":" + value);
+    executed_.push_back(std::to_string(info.instance) + ":" + std::to_string(info.proposal_id) +
+                        ":" + value);
     if (ctx != nullptr) ctx->output = "echo:" + value;
     return chorus::Status::OK();
+  }
+  // An instance with nothing for this state machine (e.g. a noop).
+  void ExecuteNoop(uint32_t /*group*/, uint64_t instance) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    executed_.push_back(std::to_string(instance) + ":noop");
   }
   std::vector<std::string> executed() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -81,6 +89,7 @@ int main(int argc, char** argv) {
   if (options.self.port == 0) return Fail("no free loopback port");
   options.nodes = {options.self};
   options.data_dir = argv[1];
+  options.create_if_missing = true;  // the first start of this node
   options.state_machines = {{0, &sm}};
 
   std::unique_ptr<chorus::Node> node;
@@ -90,12 +99,15 @@ int main(int argc, char** argv) {
   const std::string value = "hello from an installed chorus";
   uint64_t instance = 0;
   chorus::ExecuteContext ctx;
+  ctx.timeout_ms = 10000;  // this call's deadline
   s = node->Propose(0, value, &instance, &ctx);
   node->Stop();
   if (!s.ok()) return Fail("Propose: " + s.ToString());
+  if (ctx.proposal_id == 0) return Fail("Propose set no proposal id");
 
   const std::vector<std::string> executed = sm.executed();
-  const std::string expected = std::to_string(instance) + ":" + value;
+  const std::string expected =
+      std::to_string(instance) + ":" + std::to_string(ctx.proposal_id) + ":" + value;
   bool found = false;
   for (const std::string& e : executed) found = found || e == expected;
   if (!found) return Fail("the value was not executed at instance " + std::to_string(instance));
