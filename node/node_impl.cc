@@ -22,8 +22,11 @@ Status Node::Open(const Options& options, std::unique_ptr<Node>* node) {
   return Status::OK();
 }
 
-NodeImpl::NodeImpl(const Options& options)
-    : options_(options), logger_(options.log_hook, options.log_level) {}
+NodeImpl::NodeImpl(const Options& options, const RuntimeHooks& hooks)
+    : options_(options),
+      // Timers of every node of the process share one TimerThread.
+      runtime_(GlobalTimerThread(), hooks),
+      logger_(options.log_hook, options.log_level) {}
 
 namespace {
 // Counts a call for as long as it runs.
@@ -67,11 +70,10 @@ Status NodeImpl::Init() {
     transport_ = own_transport_.get();
   }
 
-  // Timers of every node of the process share one TimerThread.
   GroupEnv env;
   env.options = &options_;
   env.transport = transport_;
-  env.timer_thread = GlobalTimerThread();
+  env.runtime = &runtime_;
   env.notifier_pool = NotifierPool::Default();
   env.logger = &logger_;
 
