@@ -13,9 +13,14 @@ namespace chorus {
 Node::~Node() = default;
 
 Status Node::Open(const Options& options, std::unique_ptr<Node>* node) {
+  return NodeImpl::OpenWithHooks(options, RuntimeHooks(), node);
+}
+
+Status NodeImpl::OpenWithHooks(const Options& options, const RuntimeHooks& hooks,
+                               std::unique_ptr<Node>* node) {
   Status s = ValidateOptions(options);
   if (!s.ok()) return s;
-  auto impl = std::make_unique<NodeImpl>(options);
+  auto impl = std::make_unique<NodeImpl>(options, hooks);
   s = impl->Init();
   if (!s.ok()) return s;  // ~NodeImpl stops whatever Init started
   *node = std::move(impl);

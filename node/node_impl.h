@@ -19,9 +19,13 @@ namespace chorus {
 
 class NodeImpl : public Node {
  public:
-  // `hooks` is a TEST HOOK (a manual clock, hand-fired timers, fixed seeds);
-  // Node::Open passes none.
-  explicit NodeImpl(const Options& options, const RuntimeHooks& hooks = RuntimeHooks());
+  // Node::Open with RuntimeHooks: a TEST HOOK (a manual clock, hand-fired
+  // timers, fixed seeds); Node::Open passes none. Every hook must outlive
+  // the node.
+  static Status OpenWithHooks(const Options& options, const RuntimeHooks& hooks,
+                              std::unique_ptr<Node>* node);
+
+  NodeImpl(const Options& options, const RuntimeHooks& hooks);
   ~NodeImpl() override;
 
   // Opens the logs and groups and starts everything. Called once by Node::Open.
