@@ -8,7 +8,10 @@
 //   persist (one synced write for the whole round: group commit)
 //   -> send -> apply chosen values, answer proposers -> timers.
 // Merging rounds is safe because a message is only ever sent after every
-// record of the round, its own included, is durable.
+// record of the round, its own included, is durable
+// (unittest/node/persist_before_send_test.cc checks it from outside).
+// Which proposals enter the core, and when, is Admission's (admission.h);
+// time, timers and the core's seed come from GroupEnv::runtime.
 #ifndef CHORUS_NODE_GROUP_H_
 #define CHORUS_NODE_GROUP_H_
 

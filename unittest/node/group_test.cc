@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -48,6 +49,31 @@ bool WaitSent(GroupRig* rig, paxos::MsgType type, size_t n) {
 // The deadline timer of a proposal that entered the core.
 milliseconds DeadlineDelay(const GroupRig& rig) {
   return milliseconds(rig.options().propose_timeout_ms + 1);
+}
+
+// Three proposals into a group of silent peers whose core holds two
+// (max_inflight 1): "a" and "b" enter the core (their deadline timers show
+// it), "c" waits in the backlog. `check` is the delay of the backlog's expiry
+// check; its task id is returned in check_id (0 if it never came).
+struct FullCore {
+  std::future<Answer> a, b, c;
+  ManualTimerScheduler::TaskId check_id = 0;
+};
+FullCore FillTheCoreAndBacklogOne(GroupRig* rig, milliseconds check) {
+  FullCore f;
+  f.a = ProposeAsync(rig->group(), "a");
+  EXPECT_TRUE(rig->timers()->WaitForCount(DeadlineDelay(*rig), 1));
+  f.b = ProposeAsync(rig->group(), "b");
+  EXPECT_TRUE(rig->timers()->WaitForCount(DeadlineDelay(*rig), 2));
+  f.c = ProposeAsync(rig->group(), "c");
+  f.check_id = rig->timers()->WaitForDelay(check);
+  return f;
+}
+
+// Stops the group; every proposal still waiting is answered Stopped.
+void ExpectStopAnswersStopped(GroupRig* rig, std::vector<std::future<Answer>*> waiting) {
+  rig->group()->Stop();
+  for (auto* f : waiting) EXPECT_TRUE(f->get().status.IsStopped());
 }
 
 TEST(GroupLoopTest, ASingleNodeProposalIsWrittenSyncedExecutedAndAnswered) {
@@ -109,8 +135,7 @@ TEST(GroupLoopTest, CoreTimersRunOnTheInjectedSchedulerAndRetryPhaseOne) {
   ASSERT_TRUE(WaitSent(&rig, paxos::PREPARE, 4));
   auto prepares = testing::SentOfType(rig.transport()->sent(), paxos::PREPARE);
   EXPECT_GT(paxos::Ballot::FromPb(prepares[2].ballot()), paxos::Ballot::FromPb(prepares[0].ballot()));
-  rig.group()->Stop();
-  EXPECT_TRUE(f.get().status.IsStopped());
+  ExpectStopAnswersStopped(&rig, {&f});
 }
 
 TEST(GroupLoopTest, ABackloggedProposalGetsBusyOnlyOnceItsQueueWaitPassed) {
@@ -119,51 +144,54 @@ TEST(GroupLoopTest, ABackloggedProposalGetsBusyOnlyOnceItsQueueWaitPassed) {
     o->max_queue_wait_ms = 100;
   });
   ASSERT_TRUE(rig.Start().ok());
-  auto deadlines = [&](size_t n) {
-    return rig.timers()->WaitFor([&](const std::vector<ManualTimerScheduler::Task>& pending) {
-      size_t k = 0;
-      for (const auto& t : pending) k += t.delay == DeadlineDelay(rig);
-      return k >= n;
-    });
-  };
-  auto first = ProposeAsync(rig.group(), "a");
-  ASSERT_TRUE(deadlines(1));  // "a" is in the core
-  auto second = ProposeAsync(rig.group(), "b");
-  ASSERT_TRUE(deadlines(2));  // so is "b": the core is full
-  auto third = ProposeAsync(rig.group(), "c");
-  // "c" waits in the backlog; its expiry check is due after max_queue_wait_ms.
-  const auto check = rig.timers()->WaitForDelay(milliseconds(101));
+  // "c"'s expiry check is due after max_queue_wait_ms.
+  FullCore f = FillTheCoreAndBacklogOne(&rig, milliseconds(101));
+  const auto check = f.check_id;
   ASSERT_NE(check, 0u);
   EXPECT_EQ(rig.timers()->PendingWithDelay(DeadlineDelay(rig)).size(), 2u);
 
   // The check fires early (the clock has not moved): "c" has not waited too
   // long, so it stays queued and the check is armed again.
   ASSERT_TRUE(rig.timers()->Fire(check));
-  ManualTimerScheduler::TaskId again = 0;
-  ASSERT_TRUE(rig.timers()->WaitFor([&](const std::vector<ManualTimerScheduler::Task>& pending) {
-    for (const auto& t : pending) {
-      if (t.id > check && t.delay == milliseconds(101)) again = t.id;
-    }
-    return again != 0;
-  }));
-  EXPECT_FALSE(Ready(third));
+  const auto again = rig.timers()->WaitForDelay(milliseconds(101), check);
+  ASSERT_NE(again, 0u);
+  EXPECT_FALSE(Ready(f.c));
 
   rig.clock()->Advance(milliseconds(101));
   ASSERT_TRUE(rig.timers()->Fire(again));
-  Answer c = third.get();
+  Answer c = f.c.get();
   EXPECT_TRUE(c.status.IsBusy()) << c.status.ToString();
-  EXPECT_FALSE(Ready(first));
-  EXPECT_FALSE(Ready(second));
-  rig.group()->Stop();
-  EXPECT_TRUE(first.get().status.IsStopped());
-  EXPECT_TRUE(second.get().status.IsStopped());
+  EXPECT_FALSE(Ready(f.a));
+  EXPECT_FALSE(Ready(f.b));
+  ExpectStopAnswersStopped(&rig, {&f.a, &f.b});
 }
 
-TEST(GroupLoopTest, ProposalsQueuedBehindAFullCoreKeepTheirArrivalOrder) {
+TEST(GroupLoopTest, ABackloggedProposalStartsOnceADeadlineMakesRoomInTheCore) {
+  GroupRig rig(3, [](Options* o) {
+    o->max_inflight = 1;            // room for 2 in the core
+    o->max_queue_wait_ms = 500000;  // the backlog check: 500001 ms
+  });
+  ASSERT_TRUE(rig.Start().ok());
+  FullCore f = FillTheCoreAndBacklogOne(&rig, milliseconds(500001));
+  ASSERT_NE(f.check_id, 0u);
+  const auto before = rig.timers()->PendingWithDelay(DeadlineDelay(rig));
+  ASSERT_EQ(before.size(), 2u);
+
+  // "a" times out; the core drops it (still in phase 1), and "c" takes its
+  // place: a deadline timer of its own appears.
+  ASSERT_TRUE(rig.timers()->Fire(before[0].id));
+  EXPECT_TRUE(f.a.get().status.IsTimeout());
+  ASSERT_NE(rig.timers()->WaitForDelay(DeadlineDelay(rig), before[1].id), 0u);
+  EXPECT_FALSE(Ready(f.b));
+  EXPECT_FALSE(Ready(f.c));
+  ExpectStopAnswersStopped(&rig, {&f.b, &f.c});
+}
+
+TEST(GroupLoopTest, ASingleNodesProposalsTakeConsecutiveInstancesInOrder) {
   GroupRig rig(1, [](Options* o) { o->max_inflight = 1; });
   ASSERT_TRUE(rig.Start().ok());
-  // A single node chooses at once; proposing from one thread in turn, each
-  // value gets the next instance.
+  // A single node is its own majority: each proposal, made after the last
+  // one returned, is chosen at the next instance and executed in order.
   for (int i = 0; i < 5; ++i) {
     Answer a = ProposeAsync(rig.group(), "v" + std::to_string(i)).get();
     ASSERT_TRUE(a.status.ok()) << a.status.ToString();

@@ -155,16 +155,25 @@ class ManualTimerScheduler : public TimerScheduler {
       return pred(pending);
     });
   }
-  // Blocks until a task of `delay` is pending; returns its id (0: none came).
-  TaskId WaitForDelay(std::chrono::milliseconds delay) {
+  // Blocks until a task of `delay` scheduled after task `after` is pending;
+  // returns its id (0: none came).
+  TaskId WaitForDelay(std::chrono::milliseconds delay, TaskId after = 0) {
     TaskId found = 0;
     WaitFor([&](const std::vector<Task>& pending) {
       for (const Task& t : pending) {
-        if (t.delay == delay) found = t.id;
+        if (t.delay == delay && t.id > after) found = t.id;
       }
       return found != 0;
     });
     return found;
+  }
+  // Blocks until `n` tasks of `delay` are pending; false if they never are.
+  bool WaitForCount(std::chrono::milliseconds delay, size_t n) {
+    return WaitFor([&](const std::vector<Task>& pending) {
+      size_t k = 0;
+      for (const Task& t : pending) k += t.delay == delay;
+      return k >= n;
+    });
   }
 
  private:
