@@ -4,8 +4,9 @@
 // batch_max_count values, or batch_max_bytes bytes (both checked by the
 // proposing thread that fills it, which posts it at once), or when its first
 // value has waited batch_delay_ms (a timer task of the RuntimeEnv posts a
-// kFlushBatch event; the loop then takes whatever is pending). Every waiter keeps its own
-// Notifier and gets its own instance id, batch index and execute result.
+// kFlushBatch event; the loop then takes whatever is pending). Every waiter
+// keeps its own Notifier and gets its own instance id, batch index and
+// execute result.
 //
 // Thread safety: Add from any thread; TakePending from the loop; both lock mu_.
 #ifndef CHORUS_NODE_PROPOSE_BATCH_H_

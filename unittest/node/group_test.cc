@@ -88,7 +88,9 @@ TEST(GroupLoopTest, ASingleNodeProposalIsWrittenSyncedExecutedAndAnswered) {
   EXPECT_EQ(rig.sm()->executed()[0].second, "hello");
   // The value was chosen through the log: at least one synced write.
   bool synced = false;
-  for (const auto& w : rig.log()->writes()) synced = synced || (w.sync && w.ok && !w.batch.records.empty());
+  for (const auto& w : rig.log()->writes()) {
+    synced = synced || (w.sync && w.ok && !w.batch.records.empty());
+  }
   EXPECT_TRUE(synced);
   EXPECT_EQ(rig.group()->now_instance_id(), 1u);
 }
@@ -134,7 +136,8 @@ TEST(GroupLoopTest, CoreTimersRunOnTheInjectedSchedulerAndRetryPhaseOne) {
   ASSERT_TRUE(rig.timers()->Fire(backoff));
   ASSERT_TRUE(WaitSent(&rig, paxos::PREPARE, 4));
   auto prepares = testing::SentOfType(rig.transport()->sent(), paxos::PREPARE);
-  EXPECT_GT(paxos::Ballot::FromPb(prepares[2].ballot()), paxos::Ballot::FromPb(prepares[0].ballot()));
+  EXPECT_GT(paxos::Ballot::FromPb(prepares[2].ballot()),
+            paxos::Ballot::FromPb(prepares[0].ballot()));
   ExpectStopAnswersStopped(&rig, {&f});
 }
 

@@ -43,7 +43,8 @@ struct Durable {
   std::map<uint64_t, paxos::InstanceRecord> records;
 };
 
-Durable DurableBefore(const std::vector<RecordingLogStorage::WriteRecord>& writes, uint64_t before) {
+Durable DurableBefore(const std::vector<RecordingLogStorage::WriteRecord>& writes,
+                      uint64_t before) {
   size_t end = 0;  // writes [0, end) are durable
   for (size_t i = 0; i < writes.size(); ++i) {
     if (writes[i].returned < before && writes[i].ok && writes[i].sync) end = i + 1;
@@ -52,10 +53,14 @@ Durable DurableBefore(const std::vector<RecordingLogStorage::WriteRecord>& write
   for (size_t i = 0; i < end; ++i) {
     const LogWriteBatch& b = writes[i].batch;
     if (!writes[i].ok) continue;
-    if (b.delete_below != 0) d.records.erase(d.records.begin(), d.records.lower_bound(b.delete_below));
+    if (b.delete_below != 0) {
+      d.records.erase(d.records.begin(), d.records.lower_bound(b.delete_below));
+    }
     for (const auto& [name, value] : b.variables) {
       paxos::BallotPb pb;
-      if (name == paxos::kPromiseVariable && pb.ParseFromString(value)) d.promise = Ballot::FromPb(pb);
+      if (name == paxos::kPromiseVariable && pb.ParseFromString(value)) {
+        d.promise = Ballot::FromPb(pb);
+      }
     }
     for (const auto& [instance, bytes] : b.records) d.records[instance].ParseFromString(bytes);
   }

@@ -221,10 +221,12 @@ class RecordingLogStorage : public LogStorage {
     writes_.push_back(WriteRecord{batch, sync, s.ok(), order_->Next()});
     return s;
   }
-  Status Get(uint64_t instance, std::string* record) override { return base_->Get(instance, record); }
+  Status Get(uint64_t i, std::string* record) override { return base_->Get(i, record); }
   Status GetMaxInstanceId(uint64_t* i) override { return base_->GetMaxInstanceId(i); }
   Status GetMinInstanceId(uint64_t* i) override { return base_->GetMinInstanceId(i); }
-  Status GetVariable(const std::string& n, std::string* v) override { return base_->GetVariable(n, v); }
+  Status GetVariable(const std::string& n, std::string* v) override {
+    return base_->GetVariable(n, v);
+  }
 
   std::vector<WriteRecord> writes() const {
     std::lock_guard<std::mutex> lock(mu_);
