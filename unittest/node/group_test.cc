@@ -4,6 +4,7 @@
 // sleeps and no assertion depends on how fast anything runs.
 #include "node/group.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <string>
@@ -65,8 +66,10 @@ FullCore FillTheCoreAndBacklogOne(GroupRig* rig, milliseconds check) {
   EXPECT_TRUE(rig->timers()->WaitForCount(DeadlineDelay(*rig), 1));
   f.b = ProposeAsync(rig->group(), "b");
   EXPECT_TRUE(rig->timers()->WaitForCount(DeadlineDelay(*rig), 2));
+  ManualTimerScheduler::TaskId last = 0;  // the check comes after every task so far
+  for (const auto& t : rig->timers()->Pending()) last = std::max(last, t.id);
   f.c = ProposeAsync(rig->group(), "c");
-  f.check_id = rig->timers()->WaitForDelay(check);
+  f.check_id = rig->timers()->WaitForDelay(check, last);
   return f;
 }
 
@@ -188,6 +191,26 @@ TEST(GroupLoopTest, ABackloggedProposalStartsOnceADeadlineMakesRoomInTheCore) {
   EXPECT_FALSE(Ready(f.b));
   EXPECT_FALSE(Ready(f.c));
   ExpectStopAnswersStopped(&rig, {&f.b, &f.c});
+}
+
+TEST(GroupLoopTest, ABackloggedProposalWhoseDeadlinePassesGetsTimeoutWithoutStarting) {
+  GroupRig rig(3, [](Options* o) {
+    o->max_inflight = 1;
+    o->propose_timeout_ms = 1000;  // expires before the queue wait does
+    o->max_queue_wait_ms = 5000;
+  });
+  ASSERT_TRUE(rig.Start().ok());
+  // The check is due at the earlier of the two: the deadline.
+  FullCore f = FillTheCoreAndBacklogOne(&rig, milliseconds(1001));
+  ASSERT_NE(f.check_id, 0u);
+  rig.clock()->Advance(milliseconds(1001));
+  ASSERT_TRUE(rig.timers()->Fire(f.check_id));
+  Answer c = f.c.get();
+  EXPECT_TRUE(c.status.IsTimeout()) << c.status.ToString();
+  // Refused by the group before it was proposed, not given up by the caller.
+  EXPECT_NE(c.status.ToString().find("before it started"), std::string::npos)
+      << c.status.ToString();
+  ExpectStopAnswersStopped(&rig, {&f.a, &f.b});
 }
 
 TEST(GroupLoopTest, ASingleNodesProposalsTakeConsecutiveInstancesInOrder) {
