@@ -85,6 +85,16 @@ class EventQueue {
     return true;
   }
 
+  // Events queued and not taken yet (for tests).
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_.size();
+  }
+  bool closed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+
   // Closes the queue: Push fails from now on, TakeAll returns false, queued
   // events are dropped.
   void Close(std::deque<Event>* dropped = nullptr) {
@@ -103,7 +113,7 @@ class EventQueue {
     if (consumer_waiting_) cv_.notify_one();
   }
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Event> events_;       // GUARDED_BY(mu_)
   bool closed_ = false;            // GUARDED_BY(mu_)

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
+#include <deque>
 
 #include "node/core_options.h"
 #include "node/value_codec.h"
@@ -12,8 +12,6 @@ namespace chorus {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // A proposer that the loop has not answered by its deadline plus this much
 // gives up on its own (the loop is stuck, e.g. on a hung disk).
 constexpr auto kAnswerGrace = std::chrono::seconds(2);
@@ -21,13 +19,6 @@ constexpr auto kAnswerGrace = std::chrono::seconds(2);
 // The loop executes a round after at most this many events, so that a flood
 // of messages cannot delay the fsync (and the answers) without bound.
 constexpr size_t kMaxEventsPerRound = 512;
-
-// A fresh seed for every start of the core (proposal ids come from it).
-uint64_t FreshSeed() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
-         static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-}
 
 // splitmix64's finalizer: a bijection, so distinct counters give distinct ids.
 uint64_t MixBits(uint64_t x) {
@@ -43,10 +34,12 @@ Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> lo
     : env_(env),
       index_(index),
       log_(std::move(log)),
-      proposal_id_base_(FreshSeed() ^ env.options->self.id()),
+      // Fresh per start (from the OS, or the test hook's seed): ids differ
+      // across restarts as well as across nodes.
+      proposal_id_base_(MixBits(env.runtime->CoreSeed(index)) ^ env.options->self.id()),
       queue_(std::make_shared<EventQueue>()),
-      batch_(env.options, env.timer_thread, queue_),
-      timers_(std::make_unique<GroupTimers>(env.timer_thread, queue_)) {
+      batch_(env.options, env.runtime, queue_),
+      timers_(std::make_unique<GroupTimers>(env.runtime, queue_)) {
   for (StateMachine* sm : state_machines) state_machines_[sm->id()] = sm;
   for (const NodeInfo& n : env.options->nodes) {
     if (n.id() != env.options->self.id()) peers_.push_back(n.id());
@@ -63,9 +56,13 @@ Status Group::Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStora
                    std::vector<StateMachine*> state_machines, std::unique_ptr<Group>* out) {
   std::unique_ptr<Group> group(new Group(env, index, std::move(log), std::move(state_machines)));
   paxos::CoreOptions core_options = MakeCoreOptions(*env.options, index);
-  core_options.seed = FreshSeed();
+  core_options.seed = env.runtime->CoreSeed(index);
   Status s = paxos::Core::Open(core_options, group->log_.get(), &group->core_);
   if (!s.ok()) return s.Annotate("group " + std::to_string(index));
+  Group* g = group.get();
+  g->admission_ = std::make_unique<Admission>(env.options, index, env.runtime, g->timers_.get(),
+                                              g->core_.get(),
+                                              [g](paxos::Outputs* step) { g->Merge(step); });
   s = group->Replay();
   if (!s.ok()) return s;
   *out = std::move(group);
@@ -117,10 +114,7 @@ void Group::Stop() {
   for (Event& e : dropped) {
     if (e.kind == Event::Kind::kPropose && e.request) AnswerAll(e.request.get(), stopped);
   }
-  for (auto& [token, in] : in_core_) AnswerAll(in.request.get(), stopped);
-  in_core_.clear();
-  for (auto& request : backlog_) AnswerAll(request.get(), stopped);
-  backlog_.clear();
+  if (admission_) admission_->FailAll(stopped);
   if (auto pending = batch_.Close()) AnswerAll(pending.get(), stopped);
   timers_->CancelAll();
 }
@@ -213,7 +207,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   waiter->ticket = waiter->notifier->Prepare();
   if (ctx != nullptr) ctx->result = Status::OK();  // a reused ctx holds no stale result
   waiter->ctx = ctx;
-  waiter->enqueued = Clock::now();
+  waiter->enqueued = env_.runtime->Now();
   waiter->deadline = waiter->enqueued + std::chrono::milliseconds(timeout_ms);
   waiter->value.proposal_id = NextProposalId();
   if (ctx != nullptr) ctx->proposal_id = waiter->value.proposal_id;
@@ -277,7 +271,7 @@ void Group::RunRounds() {
   do {
     ExecuteRound();
     // Proposals that ended this round made room: start waiting ones.
-    DrainBacklog();
+    admission_->Drain();
   } while (!round_.empty());
 }
 
@@ -299,28 +293,12 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
       if (halted_.ok()) core_->OnTimeout(event->timer, step);
       break;
     case Event::Kind::kDeadline:
-      HandleDeadline(event->token, step);
+      admission_->OnDeadline(event->token, step);
       break;
     case Event::Kind::kBacklogCheck:
-      backlog_timer_ = 0;
-      ExpireBacklog();
-      DrainBacklog();  // merges into the round itself
+      admission_->OnBacklogTimer();  // merges into the round itself
       break;
   }
-}
-
-size_t Group::CoreCapacity() const {
-  // max_inflight in phase 2, and as many queued in the core behind them, so
-  // that the core refills a freed slot in the same step that freed it.
-  return 2 * static_cast<size_t>(env_.options->max_inflight);
-}
-
-bool Group::Expired(ProposalRequest* request, Clock::time_point now) {
-  Status s = CheckNotStarted(*request, now, std::chrono::milliseconds(env_.options->max_queue_wait_ms),
-                             index_);
-  if (s.ok()) return false;
-  AnswerAll(request, s);
-  return true;
 }
 
 void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step) {
@@ -328,102 +306,7 @@ void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos
     AnswerAll(request.get(), halted_);
     return;
   }
-  const auto now = Clock::now();
-  if (request->taken == Clock::time_point()) request->taken = now;
-  if (Expired(request.get(), now)) return;
-  // At most max_inflight proposals are in the core; the others wait here, in
-  // arrival order, where their queue wait is measured.
-  if (!backlog_.empty() || in_core_.size() >= CoreCapacity()) {
-    backlog_.push_back(request);
-    ArmBacklogTimer(Expiry(*request));
-    return;
-  }
-  StartInCore(request, step);
-}
-
-void Group::StartInCore(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step) {
-  const auto now = Clock::now();
-  const uint64_t token = next_token_++;
-  Status s = core_->Propose(token, request->value, step);
-  if (!s.ok()) {
-    AnswerAll(request.get(), s);
-    return;
-  }
-  InCore& in = in_core_[token];
-  in.request = request;
-  Event deadline;
-  deadline.kind = Event::Kind::kDeadline;
-  deadline.token = token;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(request->deadline - now);
-  in.deadline_timer = timers_->Start(static_cast<uint64_t>(left.count()) + 1, std::move(deadline));
-}
-
-void Group::DrainBacklog() {
-  const auto now = Clock::now();
-  paxos::Outputs step;
-  while (!backlog_.empty()) {
-    std::shared_ptr<ProposalRequest> front = backlog_.front();
-    if (!halted_.ok()) {
-      AnswerAll(front.get(), halted_);
-    } else if (Expired(front.get(), now)) {
-      // answered
-    } else if (in_core_.size() < CoreCapacity()) {
-      // Every core input clears its Outputs: merge each start's own.
-      StartInCore(front, &step);
-      Merge(&step);
-    } else {
-      break;
-    }
-    backlog_.pop_front();
-  }
-  ArmBacklogTimer();
-}
-
-Clock::time_point Group::Expiry(const ProposalRequest& request) const {
-  return std::min(request.enqueued + std::chrono::milliseconds(env_.options->max_queue_wait_ms),
-                  request.deadline);
-}
-
-void Group::ExpireBacklog() {
-  // Deadlines differ per call: an expired request may sit behind live ones.
-  const auto now = Clock::now();
-  backlog_.erase(std::remove_if(backlog_.begin(), backlog_.end(),
-                                [&](const std::shared_ptr<ProposalRequest>& r) {
-                                  return Expired(r.get(), now);
-                                }),
-                 backlog_.end());
-}
-
-void Group::ArmBacklogTimer() {
-  if (backlog_.empty() || backlog_timer_ != 0) return;
-  Clock::time_point earliest = Expiry(*backlog_.front());
-  for (const auto& r : backlog_) earliest = std::min(earliest, Expiry(*r));
-  ArmBacklogTimer(earliest);
-}
-
-void Group::ArmBacklogTimer(Clock::time_point expiry) {
-  if (backlog_timer_ != 0) {
-    if (expiry >= backlog_timer_due_) return;
-    timers_->Cancel(backlog_timer_);
-  }
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(expiry - Clock::now());
-  Event check;
-  check.kind = Event::Kind::kBacklogCheck;
-  backlog_timer_ = timers_->Start(static_cast<uint64_t>(std::max<int64_t>(left.count(), 0)) + 1,
-                                  std::move(check));
-  backlog_timer_due_ = expiry;
-}
-
-void Group::HandleDeadline(uint64_t token, paxos::Outputs* step) {
-  auto it = in_core_.find(token);
-  if (it == in_core_.end()) return;
-  it->second.deadline_timer = 0;
-  AnswerAll(it->second.request.get(),
-            Status::Timeout("value not chosen by the call's deadline; it may still be chosen "
-                            "later (Execute then sees its proposal id)"));
-  // The core ends the proposal (ProposalResult) when it can; the request
-  // stays in in_core_ until then so that its value executes without a ctx.
-  if (halted_.ok()) core_->Cancel(token, step);
+  admission_->Admit(request, step);
 }
 
 void Group::Merge(paxos::Outputs* step) { round_.Add(step); }
@@ -474,11 +357,7 @@ void Group::SendMessage(uint64_t to, const std::string& bytes) {
 }
 
 void Group::Apply(const paxos::ChosenValue& chosen) {
-  ProposalRequest* request = nullptr;
-  if (chosen.ours) {
-    auto it = in_core_.find(chosen.token);
-    if (it != in_core_.end()) request = it->second.request.get();
-  }
+  ProposalRequest* request = chosen.ours ? admission_->Find(chosen.token) : nullptr;
   std::vector<AppValue> values;
   if (!chosen.noop) {
     Status s = DecodeAppValues(chosen.value, &values);
@@ -541,12 +420,9 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
 }
 
 void Group::Finish(const paxos::ProposalResult& result) {
-  auto it = in_core_.find(result.token);
-  if (it == in_core_.end()) return;
-  InCore in = std::move(it->second);
-  in_core_.erase(it);
-  if (in.deadline_timer != 0) timers_->Cancel(in.deadline_timer);
-  for (const auto& w : in.request->waiters) {
+  std::shared_ptr<ProposalRequest> request = admission_->Finish(result.token);
+  if (!request) return;
+  for (const auto& w : request->waiters) {
     if (w->answered) continue;
     if (result.status.ok()) {
       w->instance = result.instance;
@@ -564,26 +440,7 @@ void Group::Halt(const Status& why) {
     std::lock_guard<std::mutex> lock(health_mu_);
     health_ = why;
   }
-  for (auto& [token, in] : in_core_) {
-    if (in.deadline_timer != 0) timers_->Cancel(in.deadline_timer);
-    AnswerAll(in.request.get(), why);
-  }
-  in_core_.clear();
-  for (auto& request : backlog_) AnswerAll(request.get(), why);
-  backlog_.clear();
-}
-
-void Group::Answer(ProposalWaiter* waiter, const Status& status) {
-  if (waiter->answered) return;
-  waiter->answered = true;
-  waiter->status = status;
-  // Send publishes the fields above to the waiter (release), or tells us the
-  // waiter gave up (stale ticket): then nobody reads them.
-  waiter->notifier->Send(waiter->ticket, 0);
-}
-
-void Group::AnswerAll(ProposalRequest* request, const Status& status) {
-  for (const auto& w : request->waiters) Answer(w.get(), status);
+  admission_->FailAll(why);
 }
 
 }  // namespace chorus

@@ -10,35 +10,36 @@
 //   persist (one synced write for the whole round)
 //   -> send -> apply chosen values, answer proposers -> timers.
 // The loop does no merging of its own: what a round holds, and why merging
-// is safe, is round.h's contract.
+// is safe, is round.h's contract (unittest/node/persist_before_send_test.cc
+// checks from outside that replies leave only after their records are
+// durable). Which proposals enter the core, and when, is Admission's
+// (admission.h); time, timers and the core's seed come from GroupEnv::runtime.
 #ifndef CHORUS_NODE_GROUP_H_
 #define CHORUS_NODE_GROUP_H_
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "chorus/log_storage.h"
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/transport.h"
+#include "node/admission.h"
 #include "node/event_queue.h"
 #include "node/group_timers.h"
 #include "node/proposal.h"
 #include "node/propose_batch.h"
+#include "node/runtime_env.h"
 #include "paxos/core.h"
 #include "paxos/round.h"
 #include "utils/logging.h"
 #include "utils/notifier_pool.h"
-#include "utils/timer_thread.h"
 
 namespace chorus {
 
@@ -46,7 +47,8 @@ namespace chorus {
 struct GroupEnv {
   const Options* options = nullptr;
   Transport* transport = nullptr;
-  TimerThread* timer_thread = nullptr;
+  // Clock, timers and core seeds (tests replace them through its hooks).
+  const RuntimeEnv* runtime = nullptr;
   NotifierPool* notifier_pool = nullptr;
   Logger* logger = nullptr;
 };
@@ -90,6 +92,15 @@ class Group {
   // Stop().
   Status health() const;
 
+  // For tests that must order events without sleeping. Thread-safe.
+  // Proposers inside Propose (from its overload check until it returns).
+  int waiting_proposals() const { return waiting_.load(std::memory_order_relaxed); }
+  // Events queued for the loop and not taken yet; whether Stop closed the queue.
+  size_t queued_events() const { return queue_->size(); }
+  bool queue_closed() const { return queue_->closed(); }
+  // BatchPropose values waiting in the pending batch.
+  size_t batch_pending() { return batch_.pending_count(); }
+
  private:
   Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
         std::vector<StateMachine*> state_machines);
@@ -102,26 +113,7 @@ class Group {
   // unblocked (backlog starts), until a round is empty.
   void RunRounds();
   void HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
-  // Answers `request` with Busy (queue wait exceeded: overloaded or
-  // stalled) or Timeout (deadline passed) and returns true, or returns false
-  // if it may still start. See CheckNotStarted.
-  bool Expired(ProposalRequest* request, std::chrono::steady_clock::time_point now);
-  // When a request that has not started must fail (queue wait or deadline).
-  std::chrono::steady_clock::time_point Expiry(const ProposalRequest& request) const;
-  // Answers every expired request of the backlog, wherever it is.
-  void ExpireBacklog();
-  // How many requests the core holds at most; the rest wait in backlog_.
-  size_t CoreCapacity() const;
-  void StartInCore(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
-  // Answers expired waiting requests and starts as many as fit in the core;
-  // merges the outputs into the current round.
-  void DrainBacklog();
-  // Arms the backlog check for the earliest expiry in the backlog, unless it
-  // is armed; the second form (re-)arms it for `expiry` if that is earlier.
-  void ArmBacklogTimer();
-  void ArmBacklogTimer(std::chrono::steady_clock::time_point expiry);
   uint64_t NextProposalId();
-  void HandleDeadline(uint64_t token, paxos::Outputs* step);
   // Adds the outputs of one core step to the current round (clears *step).
   void Merge(paxos::Outputs* step);
   // Executes the current round and starts an empty one.
@@ -129,8 +121,6 @@ class Group {
   void Apply(const paxos::ChosenValue& chosen);
   void Finish(const paxos::ProposalResult& result);
   void Halt(const Status& why);
-  void Answer(ProposalWaiter* waiter, const Status& status);
-  void AnswerAll(ProposalRequest* request, const Status& status);
   void SendMessage(uint64_t to, const std::string& bytes);
 
   const GroupEnv env_;
@@ -166,16 +156,8 @@ class Group {
   // ---- Loop thread only ----
   std::unique_ptr<GroupTimers> timers_;
   paxos::Round round_;  // the current round: the steps since the last ExecuteRound
-  uint64_t next_token_ = 1;
-  struct InCore {
-    std::shared_ptr<ProposalRequest> request;
-    uint64_t deadline_timer = 0;
-  };
-  std::unordered_map<uint64_t, InCore> in_core_;  // by core token
-  // Requests waiting for room in the core (in_core_ holds CoreCapacity()).
-  std::deque<std::shared_ptr<ProposalRequest>> backlog_;
-  uint64_t backlog_timer_ = 0;  // GroupTimers handle of the expiry check, 0: none
-  std::chrono::steady_clock::time_point backlog_timer_due_;  // when it fires
+  // Which proposals are in the core, which wait; made by Open once the core exists.
+  std::unique_ptr<Admission> admission_;
   // Non-ok once the group halted (log write failed, checksum mismatch): it
   // then answers every proposal with this and feeds nothing to the core.
   Status halted_;

@@ -21,8 +21,7 @@ uint64_t GroupTimers::Start(uint64_t delay_ms, Event event) {
   pending->event = std::move(event);
   Pending* raw = pending.get();
   pending_.emplace(seq, std::move(pending));
-  raw->task = timer_thread_->ScheduleAfter(&GroupTimers::Fire, raw,
-                                           std::chrono::milliseconds(delay_ms));
+  raw->task = env_->ScheduleAfter(&GroupTimers::Fire, raw, std::chrono::milliseconds(delay_ms));
   if (raw->task == TimerThread::kInvalidTaskId) {
     // Timer thread stopped (process shutting down): deliver at once rather
     // than lose the event; the loop copes with early timeouts.
@@ -34,7 +33,7 @@ uint64_t GroupTimers::Start(uint64_t delay_ms, Event event) {
 void GroupTimers::Cancel(uint64_t handle) {
   auto it = pending_.find(handle);
   if (it == pending_.end()) return;
-  const int rc = timer_thread_->Unschedule(it->second->task);
+  const int rc = env_->Unschedule(it->second->task);
   if (rc == 0) {
     pending_.erase(it);  // will never run: nothing else refers to it
   } else {
@@ -76,7 +75,7 @@ void GroupTimers::CancelAll() {
   for (auto& [seq, pending] : pending_) {
     // Unschedule returns 1 while the callback runs; wait it out so that the
     // record can be freed safely (callbacks are a few instructions long).
-    while (timer_thread_->Unschedule(pending->task) == 1) std::this_thread::yield();
+    while (env_->Unschedule(pending->task) == 1) std::this_thread::yield();
   }
   pending_.clear();
   core_timers_.clear();

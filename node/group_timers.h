@@ -1,4 +1,5 @@
-// GroupTimers: puts a group's timers on the process-wide TimerThread.
+// GroupTimers: puts a group's timers on the process-wide TimerThread (or,
+// in tests, on the TimerScheduler of the RuntimeEnv's hooks).
 //
 // A timer callback does no protocol work: it only posts an Event into the
 // group's queue, so the core stays single-threaded. A GroupTimers is owned
@@ -14,14 +15,15 @@
 #include <memory>
 
 #include "node/event_queue.h"
-#include "utils/timer_thread.h"
+#include "node/runtime_env.h"
 
 namespace chorus {
 
 class GroupTimers {
  public:
-  GroupTimers(TimerThread* timer_thread, std::shared_ptr<EventQueue> queue)
-      : timer_thread_(timer_thread), queue_(std::move(queue)) {}
+  // REQUIRES: env outlives this.
+  GroupTimers(const RuntimeEnv* env, std::shared_ptr<EventQueue> queue)
+      : env_(env), queue_(std::move(queue)) {}
   // Cancels every timer and waits for a callback that is running right now.
   ~GroupTimers() { CancelAll(); }
 
@@ -57,7 +59,7 @@ class GroupTimers {
   };
   static void Fire(void* arg);
 
-  TimerThread* const timer_thread_;
+  const RuntimeEnv* const env_;
   const std::shared_ptr<EventQueue> queue_;
   uint64_t next_seq_ = 1;
   // Every timer whose callback may still run or whose event may still

@@ -14,17 +14,25 @@ namespace chorus {
 Node::~Node() = default;
 
 Status Node::Open(const Options& options, std::unique_ptr<Node>* node) {
+  return NodeImpl::OpenWithHooks(options, RuntimeHooks(), node);
+}
+
+Status NodeImpl::OpenWithHooks(const Options& options, const RuntimeHooks& hooks,
+                               std::unique_ptr<Node>* node) {
   Status s = ValidateNodeOptions(options);
   if (!s.ok()) return s;
-  auto impl = std::make_unique<NodeImpl>(options);
+  auto impl = std::make_unique<NodeImpl>(options, hooks);
   s = impl->Init();
   if (!s.ok()) return s;  // ~NodeImpl stops whatever Init started
   *node = std::move(impl);
   return Status::OK();
 }
 
-NodeImpl::NodeImpl(const Options& options)
-    : options_(options), logger_(options.log_hook, options.log_level) {}
+NodeImpl::NodeImpl(const Options& options, const RuntimeHooks& hooks)
+    : options_(options),
+      // Timers of every node of the process share one TimerThread.
+      runtime_(GlobalTimerThread(), hooks),
+      logger_(options.log_hook, options.log_level) {}
 
 // Counts a call for as long as it runs. It registers BEFORE the call looks
 // at a flag or at any group: with seq_cst on both sides (this increment,
@@ -83,11 +91,10 @@ Status NodeImpl::Init() {
     transport_ = own_transport_.get();
   }
 
-  // Timers of every node of the process share one TimerThread.
   GroupEnv env;
   env.options = &options_;
   env.transport = transport_;
-  env.timer_thread = GlobalTimerThread();
+  env.runtime = &runtime_;
   env.notifier_pool = NotifierPool::Default();
   env.logger = &logger_;
 

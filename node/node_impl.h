@@ -12,13 +12,20 @@
 
 #include "chorus/node.h"
 #include "node/group.h"
+#include "node/runtime_env.h"
 #include "utils/logging.h"
 
 namespace chorus {
 
 class NodeImpl : public Node {
  public:
-  explicit NodeImpl(const Options& options);
+  // Node::Open with RuntimeHooks: a TEST HOOK (a manual clock, hand-fired
+  // timers, fixed seeds); Node::Open passes none. Every hook must outlive
+  // the node.
+  static Status OpenWithHooks(const Options& options, const RuntimeHooks& hooks,
+                              std::unique_ptr<Node>* node);
+
+  NodeImpl(const Options& options, const RuntimeHooks& hooks);
   ~NodeImpl() override;
 
   // Opens the logs and groups and starts everything. Called once by Node::Open.
@@ -45,6 +52,8 @@ class NodeImpl : public Node {
 
   // Messages that named no valid group or came with no sender (dropped).
   uint64_t misrouted_messages() const { return misrouted_.load(std::memory_order_relaxed); }
+  // For tests: group `group`, or nullptr. Valid until the destructor.
+  Group* group_for_testing(uint32_t group) const { return FindGroup(group); }
 
  private:
   Status OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log);
@@ -52,6 +61,7 @@ class NodeImpl : public Node {
   Group* FindGroup(uint32_t group) const;
 
   const Options options_;
+  const RuntimeEnv runtime_;  // clock, timers and seeds of every group
   Logger logger_;
   std::unique_ptr<TcpTransport> own_transport_;  // when options.transport is null
   Transport* transport_ = nullptr;                // the one in use

@@ -56,6 +56,16 @@ struct ProposalWaiter {
   bool answered = false;  // loop-private: Send was called
 };
 
+// Loop thread only. Answers `waiter` with `status` unless it was answered
+// already: Send publishes the fields to the waiter (release), or tells the
+// loop the waiter gave up (stale ticket): then nobody reads them.
+inline void Answer(ProposalWaiter* waiter, const Status& status) {
+  if (waiter->answered) return;
+  waiter->answered = true;
+  waiter->status = status;
+  waiter->notifier->Send(waiter->ticket, 0);
+}
+
 // Answers a waiter with Stopped from a thread other than the loop; only for
 // waiters the loop never saw (their request could not be queued).
 inline void AnswerStopped(ProposalWaiter* waiter) {
@@ -88,6 +98,11 @@ struct ProposalRequest {
 // REQUIRES: request.taken is set.
 Status CheckNotStarted(const ProposalRequest& request, std::chrono::steady_clock::time_point now,
                        std::chrono::milliseconds max_queue_wait, uint32_t group);
+
+// Loop thread only. Answers every waiter of `request` not answered yet.
+inline void AnswerAll(ProposalRequest* request, const Status& status) {
+  for (const auto& w : request->waiters) Answer(w.get(), status);
+}
 
 }  // namespace chorus
 

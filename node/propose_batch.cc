@@ -24,6 +24,11 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   return request;
 }
 
+size_t ProposeBatch::pending_count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_.size();
+}
+
 std::shared_ptr<ProposalRequest> ProposeBatch::TakePending() {
   std::lock_guard<std::mutex> lock(mu_);
   return TakeLocked();
@@ -80,9 +85,10 @@ void ProposeBatch::Add(std::shared_ptr<ProposalWaiter> waiter) {
   flush.kind = Event::Kind::kFlushBatch;
   if (options_->batch_delay_ms > 0) {
     std::shared_ptr<EventQueue> queue = queue_;
-    const auto when =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_->batch_delay_ms);
-    if (timer_thread_->Schedule([queue, flush]() { queue->Push(flush); }, when) !=
+    // Never cancelled: a flush that finds nothing pending is a no-op. The
+    // task holds the queue, so it may outlive the group.
+    if (env_->ScheduleAfter([queue, flush]() { queue->Push(flush); },
+                            std::chrono::milliseconds(options_->batch_delay_ms)) !=
         TimerThread::kInvalidTaskId) {
       return;
     }

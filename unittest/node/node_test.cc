@@ -1,6 +1,8 @@
 // A real 3-node cluster in one process over loopback TCP: proposals from
 // every node, stops, restarts and catch-up, quorum loss and recovery, batch
 // propose from many threads, garbage on the wire, and every invalid option.
+// Where a test needs events in an order it waits for that state (a counter
+// of the group, a gate in Execute, hand-fired timers), never for a time.
 #include "chorus/node.h"
 
 #include <sys/stat.h>
@@ -19,6 +21,8 @@
 #include <gtest/gtest.h>
 
 #include "chorus/leveldb_log_storage.h"
+#include "node/node_impl.h"
+#include "unittest/support/runtime_fakes.h"
 #include "unittest/support/test_util.h"
 
 namespace chorus {
@@ -27,6 +31,24 @@ namespace {
 using testing::FreePort;
 using testing::TempDir;
 using testing::WaitUntil;
+
+// Group `g` of a node opened in this process (every Node is a NodeImpl).
+Group* GroupOf(Node* node, uint32_t g = 0) {
+  return static_cast<NodeImpl*>(node)->group_for_testing(g);
+}
+
+// A clock and timers that move only by hand: no timeout event enters a
+// group's queue behind the test's back. Must outlive the node using it.
+struct ManualTime {
+  testing::ManualClock clock;
+  testing::ManualTimerScheduler timers{&clock};
+  RuntimeHooks hooks() {
+    RuntimeHooks h;
+    h.clock = &clock;
+    h.timers = &timers;
+    return h;
+  }
+};
 
 // Records what it executes (and the noop instances); answers the proposer
 // with "ok:<value>"; values starting with "reject" are refused
@@ -393,7 +415,8 @@ TEST(NodeTest, StopAnswersWaitersWithStopped) {
       (s.IsStopped() ? stopped : other)++;
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // All four are inside Propose (node 0 alone can choose nothing).
+  ASSERT_TRUE(WaitUntil([&] { return GroupOf(c.node(0))->waiting_proposals() == 4; }));
   c.node(0)->Stop();
   for (auto& t : threads) t.join();
   EXPECT_EQ(stopped.load(), 4);
@@ -645,36 +668,41 @@ class GateStateMachine : public StateMachine {
 TEST(NodeEdgeTest, StopAnswersProposalsStillQueued) {
   TempDir dir;
   GateStateMachine sm;
+  ManualTime time;  // no timer event: only b's proposal can be queued
   Options o = SingleNodeOptions(dir, &sm);
   o.propose_timeout_ms = 1000;
   std::unique_ptr<Node> node;
-  ASSERT_TRUE(Node::Open(o, &node).ok());
+  ASSERT_TRUE(NodeImpl::OpenWithHooks(o, time.hooks(), &node).ok());
+  Group* group = GroupOf(node.get());
   std::thread a([&] { uint64_t i; node->Propose(0, "block", &i); });
   sm.WaitEntered();  // the loop is busy executing "block"
   Status queued;
-  auto start = std::chrono::steady_clock::now();
   std::thread b([&] { uint64_t i; queued = node->Propose(0, "queued", &i); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // b's event is in the queue
+  ASSERT_TRUE(WaitUntil([&] { return group->queued_events() == 1; }));  // b's event
   std::thread stopper([&] { node->Stop(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Stop closed the queue
+  ASSERT_TRUE(WaitUntil([&] { return group->queue_closed(); }));
   sm.Open();
   stopper.join();
   a.join();
   b.join();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_TRUE(queued.IsStopped()) << queued.ToString() << " after " << ms << " ms";
+  EXPECT_TRUE(queued.IsStopped()) << queued.ToString();
 }
 
 TEST(NodeEdgeTest, TwoValidValuesInOneBatchAreNotTooLarge) {
   TempDir dir;
   RecordingStateMachine sm;
+  ManualTime time;  // the batch delay passes only when the test says so
   Options o = SingleNodeOptions(dir, &sm);
-  o.batch_delay_ms = 300;  // both values go in one batch
+  o.batch_delay_ms = 300;  // both values go to one pending batch
   std::unique_ptr<Node> node;
-  ASSERT_TRUE(Node::Open(o, &node).ok());
+  ASSERT_TRUE(NodeImpl::OpenWithHooks(o, time.hooks(), &node).ok());
+  Group* group = GroupOf(node.get());
   Status s1, s2;
   std::thread t1([&] { uint64_t i; uint32_t b; s1 = node->BatchPropose(0, std::string(900 << 10, 'a'), &i, &b); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(WaitUntil([&] { return group->batch_pending() == 1; }));
+  // Together they pass batch_max_bytes: the first leaves alone at once, and
+  // the second (max_value_bytes >= batch_max_bytes) fills a batch of its own.
+  ASSERT_GE(o.max_value_bytes, o.batch_max_bytes);
   std::thread t2([&] { uint64_t i; uint32_t b; s2 = node->BatchPropose(0, std::string(o.max_value_bytes, 'b'), &i, &b); });
   t1.join();
   t2.join();
@@ -718,17 +746,19 @@ TEST(NodeEdgeTest, ReplayHonoursEachStateMachinesCheckpoint) {
 TEST(NodeEdgeTest, DestroyAfterStopWhileAProposalWasQueued) {
   TempDir dir;
   GateStateMachine sm;
+  ManualTime time;  // no timer event: only b's proposal can be queued
   Options o = SingleNodeOptions(dir, &sm);
   o.propose_timeout_ms = 300;
   std::unique_ptr<Node> node;
-  ASSERT_TRUE(Node::Open(o, &node).ok());
+  ASSERT_TRUE(NodeImpl::OpenWithHooks(o, time.hooks(), &node).ok());
   Node* raw = node.get();
+  Group* group = GroupOf(raw);
   std::thread a([&] { uint64_t i; raw->Propose(0, "block", &i); });
   sm.WaitEntered();
   std::thread b([&] { uint64_t i; raw->Propose(0, "queued", &i); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitUntil([&] { return group->queued_events() == 1; }));  // b's event
   std::thread stopper([&] { raw->Stop(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitUntil([&] { return group->queue_closed(); }));
   sm.Open();
   stopper.join();
   a.join();
