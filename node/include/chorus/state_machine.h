@@ -115,7 +115,11 @@ class StateMachine {
   // Checkpoint hook: the instance id from which this state machine needs
   // values replayed after a restart (every instance below it is durably
   // reflected in the application's own state). Default 0: replay everything
-  // kept in the paxos log, which suits in-memory state machines.
+  // kept in the paxos log, which suits in-memory state machines. It may lie
+  // beyond the log's chosen prefix after a machine crash: chorus writes a
+  // chosen-instance record without its own fsync (the votes that chose it
+  // are synced, so it is learned again), and skips the instances below the
+  // checkpoint when they come back.
   virtual uint64_t GetCheckpointInstanceId(uint32_t group) const;
 };
 
