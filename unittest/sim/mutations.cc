@@ -1,8 +1,8 @@
 // The --mutation names of paxos::TestMutation (sim.h).
+#include "unittest/sim/sim.h"
+
 #include <string>
 #include <vector>
-
-#include "unittest/sim/sim.h"
 
 namespace chorus {
 namespace sim {
