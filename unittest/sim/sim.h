@@ -19,7 +19,14 @@
 // learned values never change (also across restarts); values come out in
 // instance order exactly once; every chosen value was proposed, and at most
 // once; a proposal reported chosen at instance i is the value at i; no core
-// reports an error. After the fault phase the network heals, every node
+// reports an error; and, on the wire, no node ever sends a PROMISE or an
+// ACCEPTED for a ballot lower than one it sent either for before (in any
+// incarnation): an acceptor keeps its word. A restarted node may recover a
+// shorter chosen prefix than it learned (chosen records are written
+// unsynced); what it learns again must be what it learned before. Crashes
+// are aimed too: right after a node raised its promise, often.
+// --mixed_options draws max_inflight, window and PROMISE budget per node
+// start. After the fault phase the network heals, every node
 // restarts, and within a bounded virtual time every pending proposal must
 // finish and every node must reach the same chosen_end (liveness).
 #ifndef CHORUS_UNITTEST_SIM_SIM_H_
