@@ -207,12 +207,16 @@ void Proposer::SendAccept(uint64_t instance, Slot* slot) {
   slot->ballot = ballot_;
   slot->accepted_by.clear();
   slot->chosen_sent = false;
+  SendAcceptTo(kBroadcast, instance, *slot);
+}
+
+void Proposer::SendAcceptTo(uint64_t to, uint64_t instance, const Slot& slot) {
   PaxosMsg msg;
   msg.set_type(ACCEPT);
   msg.set_instance(instance);
   ballot_.ToPb(msg.mutable_ballot());
-  msg.set_value(slot->value);
-  ctx_->Send(kBroadcast, &msg);
+  msg.set_value(slot.value);
+  ctx_->Send(to, &msg);
 }
 
 void Proposer::OnAccepted(const PaxosMsg& msg) {
@@ -274,12 +278,7 @@ void Proposer::ResendAccept(uint64_t peer, uint64_t instance) {
   if (phase_ != Phase::kPrepared || it == slots_.end()) return;
   const Slot& slot = it->second;
   if (slot.ballot != ballot_ || slot.chosen_sent || slot.accepted_by.count(peer) != 0) return;
-  PaxosMsg msg;
-  msg.set_type(ACCEPT);
-  msg.set_instance(instance);
-  ballot_.ToPb(msg.mutable_ballot());
-  msg.set_value(slot.value);
-  ctx_->Send(peer, &msg);
+  SendAcceptTo(peer, instance, slot);
   ctx_->stats()->behind_resends++;
 }
 

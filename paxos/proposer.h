@@ -103,7 +103,10 @@ class Proposer {
   void StartPrepare();
   void OnPrepared();
   void GoBackoff();
+  // Starts phase 2 of `slot` under the current ballot (to every member).
   void SendAccept(uint64_t instance, Slot* slot);
+  // The ACCEPT of `slot` under the current ballot, to `to` (kBroadcast: all).
+  void SendAcceptTo(uint64_t to, uint64_t instance, const Slot& slot);
   void ResendAccept(uint64_t peer, uint64_t instance);
   void ArmAcceptTimer();
   bool HasUnchosenSlot() const;
