@@ -11,6 +11,7 @@
 #include "paxos/core.h"
 #include "paxos/random.h"
 #include "paxos/round.h"
+#include "unittest/sim/checker.h"
 #include "unittest/support/mem_log_storage.h"
 
 namespace chorus {
@@ -88,14 +89,9 @@ struct Node {
   explicit Node(paxos::TestMutation m) : round(m) {}
   uint64_t id = 0;
   NodeConfig config;
-  // The highest ballot this node ever sent a PROMISE or ACCEPTED for (all
-  // incarnations): what it promised the world.
-  paxos::Ballot acknowledged;
   MemLogStorage log;
   std::unique_ptr<Core> core;  // null while crashed
   uint64_t incarnation = 0;
-  std::vector<std::string> history;  // learned keys, in instance order (all incarnations)
-  uint64_t applied = 0;              // instances this incarnation emitted (or recovered)
   int partition = 0;
   std::set<uint64_t> pending;  // tokens of unfinished proposals of this incarnation
   // Group commit: the outputs of this incarnation's steps not executed yet.
@@ -118,16 +114,25 @@ uint64_t HashBytes(const std::string& s) {
 
 class Sim {
  public:
-  explicit Sim(const SimOptions& o) : o_(o), rng_(o.seed * 0x2545F4914F6CDD1DULL + 1) {
+  explicit Sim(const SimOptions& o)
+      : o_(o),
+        rng_(o.seed * 0x2545F4914F6CDD1DULL + 1),
+        members_(NodeIds(o.nodes)),
+        checker_(members_, [this](const std::string& what) { Violation(what); }) {
     for (int i = 0; i < o.nodes; ++i) {
       nodes_.emplace_back(new Node(o.mutation));
-      nodes_.back()->id = 1000 + 7 * static_cast<uint64_t>(i);
-      members_.push_back(nodes_.back()->id);
+      nodes_.back()->id = members_[i];
     }
     window_ = o.window != 0 ? o.window
                             : (rng_.OneIn(500000) ? o.max_inflight : 4 * o.max_inflight);
     budget_ = o.promise_budget_bytes != 0 ? o.promise_budget_bytes : DrawBudget();
     for (auto& n : nodes_) n->config = {o.max_inflight, window_, budget_};
+  }
+
+  static std::vector<uint64_t> NodeIds(int n) {
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back(1000 + 7 * static_cast<uint64_t>(i));
+    return ids;
   }
 
   SimResult Run() {
@@ -150,7 +155,7 @@ class Sim {
       }
       Step();
     }
-    r_.chosen = global_.size();
+    r_.chosen = checker_.chosen();
     for (const auto& n : nodes_) Tally(*n);
     return r_;
   }
@@ -189,7 +194,7 @@ class Sim {
       if (&n == &nodes_[0]) end = n->core->chosen_end();
       if (n->core->chosen_end() != end) return false;
     }
-    return end >= global_.size();
+    return end >= checker_.chosen();
   }
 
   // A PROMISE byte budget: the smallest allowed (PROMISEs truncate all the
@@ -249,31 +254,10 @@ class Sim {
       Violation("node " + std::to_string(n.id) + " failed to recover: " + s.ToString());
       return;
     }
-    // The recovered chosen prefix must be what this node learned before. It
-    // may be shorter: chosen records are written unsynced (the votes that
-    // chose them are synced), so a crash may lose the last few; the node
-    // learns them again, and Learned() checks they come back unchanged.
+    // The recovered chosen prefix must be what this node learned before (it
+    // may be shorter: see checker.h).
+    if (!checker_.Recovered(i, n.core.get())) return;
     const uint64_t end = n.core->chosen_end();
-    n.applied = std::min<uint64_t>(end, n.history.size());
-    for (uint64_t k = 0; k < end; ++k) {
-      ChosenValue v;
-      s = n.core->ReadChosen(k, &v);
-      if (!s.ok()) {
-        Violation("node " + std::to_string(n.id) + " cannot replay instance " +
-                  std::to_string(k) + ": " + s.ToString());
-        return;
-      }
-      if (k < n.history.size()) {
-        if (Key(v) != n.history[k]) {
-          Violation("node " + std::to_string(n.id) + " instance " + std::to_string(k) +
-                    " changed across a restart");
-          return;
-        }
-      } else {
-        Learned(i, v);
-      }
-    }
-    n.applied = end;
     n.round_promised = n.core->promised();
     Log("start node " + std::to_string(n.id) + " incarnation " + std::to_string(n.incarnation) +
         " chosen_end=" + std::to_string(end) + " max_inflight=" +
@@ -307,52 +291,8 @@ class Sim {
     Push(Event{now_ + down, 0, EventType::kRestart, i, 0, {}, {}});
   }
 
-  static std::string Key(const ChosenValue& v) {
-    return std::to_string(v.proposer) + "/" + std::to_string(v.proposal_id) + "/" + v.value;
-  }
-
   void Learned(int i, const ChosenValue& v) {
-    Node& n = *nodes_[i];
-    const std::string key = Key(v);
-    if (v.instance != n.applied) {
-      Violation("node " + std::to_string(n.id) + " applied instance " +
-                std::to_string(v.instance) + " when " + std::to_string(n.applied) +
-                " was next");
-      return;
-    }
-    n.applied++;
-    if (v.instance < n.history.size()) {
-      // Learned again after a crash lost its unsynced chosen record.
-      if (n.history[v.instance] != key) {
-        Violation("node " + std::to_string(n.id) + " instance " + std::to_string(v.instance) +
-                  " changed across a restart: it learned " + key + " after " +
-                  n.history[v.instance]);
-      }
-      return;
-    }
-    n.history.push_back(key);
-    hash_ = Mix(hash_, HashBytes(key));
-    auto g = global_.find(v.instance);
-    if (g != global_.end()) {
-      if (g->second != key) {
-        Violation("instance " + std::to_string(v.instance) + ": node " + std::to_string(n.id) +
-                  " learned " + key + " but another node learned " + g->second);
-      }
-      return;
-    }
-    global_[v.instance] = key;
-    if (!v.noop) {
-      auto p = by_data_.find(v.value);
-      if (p == by_data_.end()) {
-        Violation("instance " + std::to_string(v.instance) + " chose a value nobody proposed: " +
-                  v.value);
-        return;
-      }
-      if (!chosen_at_.emplace(v.value, v.instance).second) {
-        Violation("value " + v.value + " chosen twice: at instance " +
-                  std::to_string(chosen_at_[v.value]) + " and " + std::to_string(v.instance));
-      }
-    }
+    if (checker_.Learned(i, v)) hash_ = Mix(hash_, HashBytes(SafetyChecker::Key(v)));
   }
 
   // Group commit, as node/group.cc runs it: the outputs of node i's next
@@ -418,7 +358,7 @@ class Sim {
     Node& n = *nodes_[i];
     if (!out->persist.empty()) n.log.Write(out->persist, out->sync);
     for (auto& m : out->messages) {
-      CheckAcknowledged(i, m.bytes);
+      checker_.Sent(i, m.bytes);
       if (m.to == paxos::kBroadcast) {
         for (int j = 0; j < o_.nodes; ++j) {
           if (j != i) Send(i, j, m.bytes);
@@ -451,8 +391,7 @@ class Sim {
         Violation("proposal " + p->second.data + " failed: " + f.status.ToString());
         continue;
       }
-      auto g = global_.find(f.instance);
-      if (g == global_.end() || g->second.substr(g->second.rfind('/') + 1) != p->second.data) {
+      if (!checker_.ChosenIs(f.instance, p->second.data)) {
         Violation("proposal " + p->second.data + " reported chosen at instance " +
                   std::to_string(f.instance) + " which holds something else");
         continue;
@@ -465,28 +404,6 @@ class Sim {
     for (const auto& e : out->errors) {
       Violation("node " + std::to_string(n.id) + " reported: " + e.ToString());
     }
-  }
-
-  // An acceptor's word, as the wire shows it: once a node sent a PROMISE or
-  // an ACCEPTED for ballot b, it never again answers a lower ballot with
-  // either (accepting b promises b), in this incarnation or a later one.
-  // This is the promise whose loss lets a lower ballot overwrite a chosen
-  // value; checking it where it is given catches the loss even in runs
-  // where no second value happens to get chosen.
-  void CheckAcknowledged(int i, const std::string& bytes) {
-    paxos::PaxosMsg m;
-    if (!m.ParseFromString(bytes) || (m.type() != paxos::PROMISE && m.type() != paxos::ACCEPTED)) {
-      return;
-    }
-    Node& n = *nodes_[i];
-    const paxos::Ballot b = paxos::Ballot::FromPb(m.ballot());
-    if (b < n.acknowledged) {
-      Violation("node " + std::to_string(n.id) + " sent " + paxos::MsgType_Name(m.type()) +
-                " for ballot " + b.ToString() + " after acknowledging ballot " +
-                n.acknowledged.ToString() + ": it broke a promise");
-      return;
-    }
-    n.acknowledged = b;
   }
 
   void Send(int from, int to, const std::string& bytes) {
@@ -520,7 +437,7 @@ class Sim {
     p.node = i;
     p.incarnation = n.incarnation;
     p.data = "s" + std::to_string(o_.seed) + "v" + std::to_string(token);
-    by_data_[p.data] = token;
+    checker_.Proposed(p.data);
     proposals_[token] = p;
     n.pending.insert(token);
     r_.proposals++;
@@ -625,9 +542,7 @@ class Sim {
   uint64_t hash_ = 0;
   uint64_t next_token_ = 1;
   std::map<uint64_t, Proposal> proposals_;
-  std::map<std::string, uint64_t> by_data_;
-  std::map<std::string, uint64_t> chosen_at_;
-  std::map<uint64_t, std::string> global_;
+  SafetyChecker checker_;
 };
 
 }  // namespace

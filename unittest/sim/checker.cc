@@ -1,0 +1,108 @@
+#include "unittest/sim/checker.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace chorus {
+namespace sim {
+
+SafetyChecker::SafetyChecker(std::vector<uint64_t> ids, Report report)
+    : report_(std::move(report)), nodes_(ids.size()) {
+  for (size_t i = 0; i < ids.size(); ++i) nodes_[i].id = ids[i];
+}
+
+std::string SafetyChecker::Key(const paxos::ChosenValue& v) {
+  return std::to_string(v.proposer) + "/" + std::to_string(v.proposal_id) + "/" + v.value;
+}
+
+bool SafetyChecker::Recovered(int i, paxos::Core* core) {
+  NodeView& n = nodes_[i];
+  const uint64_t end = core->chosen_end();
+  n.applied = std::min<uint64_t>(end, n.history.size());
+  for (uint64_t k = 0; k < end; ++k) {
+    paxos::ChosenValue v;
+    Status s = core->ReadChosen(k, &v);
+    if (!s.ok()) {
+      report_("node " + std::to_string(n.id) + " cannot replay instance " + std::to_string(k) +
+              ": " + s.ToString());
+      return false;
+    }
+    if (k < n.history.size()) {
+      if (Key(v) != n.history[k]) {
+        report_("node " + std::to_string(n.id) + " instance " + std::to_string(k) +
+                " changed across a restart");
+        return false;
+      }
+    } else if (!Learned(i, v)) {
+      return false;
+    }
+  }
+  n.applied = end;
+  return true;
+}
+
+bool SafetyChecker::Learned(int i, const paxos::ChosenValue& v) {
+  NodeView& n = nodes_[i];
+  const std::string key = Key(v);
+  if (v.instance != n.applied) {
+    report_("node " + std::to_string(n.id) + " applied instance " + std::to_string(v.instance) +
+            " when " + std::to_string(n.applied) + " was next");
+    return false;
+  }
+  n.applied++;
+  if (v.instance < n.history.size()) {
+    // Learned again after a crash lost its unsynced chosen record.
+    if (n.history[v.instance] != key) {
+      report_("node " + std::to_string(n.id) + " instance " + std::to_string(v.instance) +
+              " changed across a restart: it learned " + key + " after " +
+              n.history[v.instance]);
+    }
+    return false;
+  }
+  n.history.push_back(key);
+  auto g = global_.find(v.instance);
+  if (g != global_.end()) {
+    if (g->second != key) {
+      report_("instance " + std::to_string(v.instance) + ": node " + std::to_string(n.id) +
+              " learned " + key + " but another node learned " + g->second);
+    }
+    return true;
+  }
+  global_[v.instance] = key;
+  if (!v.noop) {
+    if (proposed_.count(v.value) == 0) {
+      report_("instance " + std::to_string(v.instance) + " chose a value nobody proposed: " +
+              v.value);
+      return true;
+    }
+    if (!chosen_at_.emplace(v.value, v.instance).second) {
+      report_("value " + v.value + " chosen twice: at instance " +
+              std::to_string(chosen_at_[v.value]) + " and " + std::to_string(v.instance));
+    }
+  }
+  return true;
+}
+
+void SafetyChecker::Sent(int i, const std::string& bytes) {
+  paxos::PaxosMsg m;
+  if (!m.ParseFromString(bytes) || (m.type() != paxos::PROMISE && m.type() != paxos::ACCEPTED)) {
+    return;
+  }
+  NodeView& n = nodes_[i];
+  const paxos::Ballot b = paxos::Ballot::FromPb(m.ballot());
+  if (b < n.acknowledged) {
+    report_("node " + std::to_string(n.id) + " sent " + paxos::MsgType_Name(m.type()) +
+            " for ballot " + b.ToString() + " after acknowledging ballot " +
+            n.acknowledged.ToString() + ": it broke a promise");
+    return;
+  }
+  n.acknowledged = b;
+}
+
+bool SafetyChecker::ChosenIs(uint64_t instance, const std::string& data) const {
+  auto g = global_.find(instance);
+  return g != global_.end() && g->second.substr(g->second.rfind('/') + 1) == data;
+}
+
+}  // namespace sim
+}  // namespace chorus

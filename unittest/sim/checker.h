@@ -1,0 +1,77 @@
+// SafetyChecker: the simulation's safety oracle. It watches what each node
+// emits (chosen values, in order) and sends (PROMISE / ACCEPTED), across
+// crashes and restarts, and reports the first rule it sees broken:
+//   - no two nodes learn different values for an instance;
+//   - a node's learned values never change, also across restarts (a
+//     restarted node may recover a shorter chosen prefix than it learned:
+//     chosen records are written unsynced; what it learns again must be
+//     what it learned before);
+//   - values come out in instance order, each once per incarnation;
+//   - every chosen value was proposed, and is chosen at one instance only;
+//   - an acceptor keeps its word: once it sent a PROMISE or ACCEPTED for
+//     ballot b, it never answers a lower ballot with either, in any
+//     incarnation (checking it where it is given catches a lost promise even
+//     in runs where no second value happens to get chosen).
+// Single-threaded; deterministic.
+#ifndef CHORUS_UNITTEST_SIM_CHECKER_H_
+#define CHORUS_UNITTEST_SIM_CHECKER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "paxos/ballot.h"
+#include "paxos/core.h"
+
+namespace chorus {
+namespace sim {
+
+class SafetyChecker {
+ public:
+  using Report = std::function<void(const std::string& violation)>;
+
+  // `ids`: the node ids, by node index. `report` gets each violation.
+  SafetyChecker(std::vector<uint64_t> ids, Report report);
+
+  // `data` was proposed (data are unique per run).
+  void Proposed(const std::string& data) { proposed_.insert(data); }
+  // Node i started on a recovered core: its chosen prefix must be what it
+  // learned before. Returns false after reporting a violation.
+  bool Recovered(int i, paxos::Core* core);
+  // Node i emitted chosen value `v`. Returns true when the node learned it
+  // for the first time (false when it learned it again after a restart, or
+  // on a violation).
+  bool Learned(int i, const paxos::ChosenValue& v);
+  // Node i sent `bytes` (a serialized PaxosMsg).
+  void Sent(int i, const std::string& bytes);
+
+  // Whether the value chosen at `instance` carries `data`.
+  bool ChosenIs(uint64_t instance, const std::string& data) const;
+  // Instances chosen so far (by any node).
+  uint64_t chosen() const { return global_.size(); }
+
+  // The identity of a chosen value: proposer, proposal id, data.
+  static std::string Key(const paxos::ChosenValue& v);
+
+ private:
+  struct NodeView {
+    uint64_t id = 0;
+    std::vector<std::string> history;  // learned keys, in instance order (all incarnations)
+    uint64_t applied = 0;              // instances this incarnation emitted (or recovered)
+    paxos::Ballot acknowledged;        // highest ballot it sent a PROMISE / ACCEPTED for
+  };
+
+  const Report report_;
+  std::vector<NodeView> nodes_;
+  std::set<std::string> proposed_;
+  std::map<std::string, uint64_t> chosen_at_;  // data -> instance
+  std::map<uint64_t, std::string> global_;     // instance -> key
+};
+
+}  // namespace sim
+}  // namespace chorus
+
+#endif  // CHORUS_UNITTEST_SIM_CHECKER_H_
