@@ -6,6 +6,7 @@
 
 #include "node/core_options.h"
 #include "node/value_codec.h"
+#include "paxos/catchup.h"
 #include "utils/coding.h"
 
 namespace chorus {
@@ -396,6 +397,13 @@ void Group::ExecuteRound() {
     } else {
       SendMessage(m.to, m.bytes);
     }
+  }
+  // 2b. Catch-up reads, after the persist: they may cover this round's records.
+  // Served here, on the loop, for now (as the core used to read them).
+  for (const paxos::CatchupRead& read : round.catchup_reads) {
+    paxos::CatchupReply reply;
+    paxos::ReadCatchup(read, log_.get(), &reply);
+    if (reply.entries > 0) SendMessage(read.peer, reply.bytes);
   }
   // 3. Apply, then answer the proposers whose values are executed.
   for (const paxos::ChosenValue& c : round.chosen) Apply(c);

@@ -8,12 +8,14 @@
 #include "paxos/acceptor.h"
 #include "paxos/value.h"
 #include "unittest/paxos/harness.h"
+#include "unittest/support/counting_log_storage.h"
 
 namespace chorus {
 namespace paxos {
 namespace {
 
 using testing::Harness;
+using chorus::testing::CountingLogStorage;
 
 constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
 
@@ -374,26 +376,6 @@ TEST(BoundsTest, BallotNumberSaturatesAtTheCeiling) {
   ASSERT_EQ(h.node(2).applied.size(), 1u);
   EXPECT_EQ(h.node(2).applied[0].value, "a");
 }
-
-// A LogStorage that counts the records read through it (the cost of a
-// recovery scan, whatever the machine's speed).
-class CountingLogStorage : public LogStorage {
- public:
-  explicit CountingLogStorage(LogStorage* base) : base_(base) {}
-  Status Write(const LogWriteBatch& batch, bool sync) override { return base_->Write(batch, sync); }
-  Status Get(uint64_t instance, std::string* record) override {
-    ++gets;
-    return base_->Get(instance, record);
-  }
-  Status GetMaxInstanceId(uint64_t* i) override { return base_->GetMaxInstanceId(i); }
-  Status GetMinInstanceId(uint64_t* i) override { return base_->GetMinInstanceId(i); }
-  Status GetVariable(const std::string& n, std::string* v) override { return base_->GetVariable(n, v); }
-
-  uint64_t gets = 0;
-
- private:
-  LogStorage* const base_;
-};
 
 // Recovery: a record at an absurd id is Corruption, found without probing
 // the ids up to it: the scan reads at most chosen_end + window records.
