@@ -6,7 +6,6 @@
 
 #include "node/core_options.h"
 #include "node/value_codec.h"
-#include "paxos/catchup.h"
 #include "utils/coding.h"
 
 namespace chorus {
@@ -398,12 +397,11 @@ void Group::ExecuteRound() {
       SendMessage(m.to, m.bytes);
     }
   }
-  // 2b. Catch-up reads, after the persist: they may cover this round's records.
-  // Served here, on the loop, for now (as the core used to read them).
+  // 2b. Catch-up reads go to the reader thread, so this loop never waits on
+  // them; only now, after the persist: they may cover this round's records.
+  // A full reader drops (and counts) the read; the asker asks again.
   for (const paxos::CatchupRead& read : round.catchup_reads) {
-    paxos::CatchupReply reply;
-    paxos::ReadCatchup(read, log_.get(), &reply);
-    if (reply.entries > 0) SendMessage(read.peer, reply.bytes);
+    env_.catchup_reader->Submit(index_, log_.get(), read);
   }
   // 3. Apply, then answer the proposers whose values are executed.
   for (const paxos::ChosenValue& c : round.chosen) Apply(c);

@@ -8,7 +8,8 @@
 // runs too), and executes the merged round in the order the core's contract
 // requires:
 //   persist (one synced write for the whole round)
-//   -> send -> apply chosen values, answer proposers -> timers.
+//   -> send, and hand the catch-up reads to the node's CatchupReader
+//   -> apply chosen values, answer proposers -> timers.
 // The loop does no merging of its own: what a round holds, and why merging
 // is safe, is round.h's contract.
 #ifndef CHORUS_NODE_GROUP_H_
@@ -30,6 +31,7 @@
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/transport.h"
+#include "node/catchup_reader.h"
 #include "node/event_queue.h"
 #include "node/group_timers.h"
 #include "node/proposal.h"
@@ -49,6 +51,10 @@ struct GroupEnv {
   TimerThread* timer_thread = nullptr;
   NotifierPool* notifier_pool = nullptr;
   Logger* logger = nullptr;
+  // Serves the catch-up reads the core plans (Outputs::catchup_reads) off
+  // the loop. The Group hands it its log: the reader must be stopped before
+  // the Group is destroyed.
+  CatchupReader* catchup_reader = nullptr;
 };
 
 class Group {

@@ -15,43 +15,25 @@
 #include "paxos/round.h"
 #include "paxos/value.h"
 #include "unittest/paxos/harness.h"
+#include "unittest/support/chosen_records.h"
 #include "unittest/support/counting_log_storage.h"
 #include "unittest/support/mem_log_storage.h"
-#include "utils/crc32c.h"
 
 namespace chorus {
 namespace paxos {
 namespace {
 
+using chorus::testing::ChosenRecord;
 using chorus::testing::CountingLogStorage;
 using chorus::testing::MemLogStorage;
 
 std::string ValueAt(uint64_t i) { return EncodeValue(1, 100 + i, "value-" + std::to_string(i)); }
 
-std::string ChosenRecord(const std::string& value, uint32_t checksum) {
-  InstanceRecord rec;
-  Ballot(1, 1).ToPb(rec.mutable_accepted_ballot());
-  rec.set_value(value);
-  rec.set_chosen(true);
-  rec.set_checksum(checksum);
-  return rec.SerializeAsString();
-}
-
 // A log whose instances [from, to) are chosen with ValueAt(i), chained from
-// `seed` (the checksum before `from`); returns each instance's checksum.
+// `seed`; returns each instance's checksum.
 std::vector<uint32_t> WriteChosen(MemLogStorage* log, uint64_t from, uint64_t to,
                                   uint32_t seed = 0) {
-  std::vector<uint32_t> sums;
-  LogWriteBatch b;
-  uint32_t c = seed;
-  for (uint64_t i = from; i < to; ++i) {
-    const std::string v = ValueAt(i);
-    c = crc32c::Extend(c, v.data(), v.size());
-    sums.push_back(c);
-    b.records.emplace_back(i, ChosenRecord(v, c));
-  }
-  EXPECT_TRUE(log->Write(b, true).ok());
-  return sums;
+  return chorus::testing::WriteChosenRecords(log, from, to, ValueAt, seed);
 }
 
 CatchupRead Read(uint64_t first, uint64_t chosen_end, size_t count = 64, size_t bytes = 1 << 20) {
