@@ -51,9 +51,9 @@ struct GroupEnv {
   TimerThread* timer_thread = nullptr;
   NotifierPool* notifier_pool = nullptr;
   Logger* logger = nullptr;
-  // Serves the catch-up reads the core plans (Outputs::catchup_reads) off
-  // the loop. The Group hands it its log: the reader must be stopped before
-  // the Group is destroyed.
+  // REQUIRED. Serves the catch-up reads the core plans
+  // (Outputs::catchup_reads) off the loop. The Group hands it its log: the
+  // reader must be stopped before the Group is destroyed.
   CatchupReader* catchup_reader = nullptr;
 };
 

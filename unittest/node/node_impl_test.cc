@@ -256,7 +256,8 @@ TEST(NodeImplTest, CatchUpFromTheLogIsServedOffTheGroupsLoop) {
   EXPECT_EQ(m.chosen_end(), 5u);
   ASSERT_EQ(m.learned_size(), 5);
   for (int k = 0; k < 5; ++k) EXPECT_EQ(m.learned(k).instance(), static_cast<uint64_t>(k));
-  EXPECT_EQ(impl->catchup_reader_for_testing().served(), 1u);
+  // (Counted once the transport took it, which may be after we saw it.)
+  EXPECT_TRUE(WaitUntil([&] { return impl->catchup_reader_for_testing().served() == 1; }));
   node->Stop();
   EXPECT_EQ(impl->core_stats_for_testing(0).catchup_reads, 1u);
 }

@@ -77,7 +77,7 @@ struct SimResult {
   uint64_t behind = 0;        // ACCEPTs refused as behind (all incarnations)
   uint64_t truncated = 0;     // PROMISEs truncated by the byte budget
   uint64_t merged_rounds = 0;  // rounds executed that merged two or more steps
-  uint64_t catchup_reads = 0;  // catch-up batches served from a log (CatchupRead)
+  uint64_t catchup_reads = 0;  // catch-up reads (CatchupRead) served from a node's log
 };
 
 SimResult RunSim(const SimOptions& options);
