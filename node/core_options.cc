@@ -19,6 +19,7 @@ paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
   c.prepare_timeout_ms = static_cast<uint64_t>(std::max(o.prepare_timeout_ms, 1));
   c.accept_timeout_ms = static_cast<uint64_t>(std::max(o.accept_timeout_ms, 1));
   c.learn_interval_ms = static_cast<uint64_t>(std::max(o.learn_interval_ms, 1));
+  c.chosen_cache_size = o.chosen_cache_size;
   // A batch packs many values: the core must take the largest of both, plus
   // the batch framing (5 bytes of header, kBatchEntryOverheadBytes per value;
   // a single value's 13 bytes of header fit in the slack).

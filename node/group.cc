@@ -334,6 +334,12 @@ void Group::ExecuteRound() {
       SendMessage(m.to, m.bytes);
     }
   }
+  // 2b. Catch-up reads go to the reader thread, so this loop never waits on
+  // them; only now, after the persist: they may cover this round's records.
+  // A full reader drops (and counts) the read; the asker asks again.
+  for (const paxos::CatchupRead& read : round.catchup_reads) {
+    env_.catchup_reader->Submit(index_, log_.get(), read);
+  }
   // 3. Apply, then answer the proposers whose values are executed.
   for (const paxos::ChosenValue& c : round.chosen) Apply(c);
   for (const paxos::ProposalResult& f : round.finished) Finish(f);

@@ -8,7 +8,8 @@
 // runs too), and executes the merged round in the order the core's contract
 // requires:
 //   persist (one synced write for the whole round)
-//   -> send -> apply chosen values, answer proposers -> timers.
+//   -> send, and hand the catch-up reads to the node's CatchupReader
+//   -> apply chosen values, answer proposers -> timers.
 // The loop does no merging of its own: what a round holds, and why merging
 // is safe, is round.h's contract (unittest/node/persist_before_send_test.cc
 // checks from outside that replies leave only after their records are
@@ -31,6 +32,7 @@
 #include "chorus/state_machine.h"
 #include "chorus/transport.h"
 #include "node/admission.h"
+#include "node/catchup_reader.h"
 #include "node/event_queue.h"
 #include "node/group_timers.h"
 #include "node/proposal.h"
@@ -51,6 +53,10 @@ struct GroupEnv {
   const RuntimeEnv* runtime = nullptr;
   NotifierPool* notifier_pool = nullptr;
   Logger* logger = nullptr;
+  // REQUIRED. Serves the catch-up reads the core plans
+  // (Outputs::catchup_reads) off the loop. The Group hands it its log: the
+  // reader must be stopped before the Group is destroyed.
+  CatchupReader* catchup_reader = nullptr;
 };
 
 class Group {

@@ -91,12 +91,22 @@ Status NodeImpl::Init() {
     transport_ = own_transport_.get();
   }
 
+  // Each peer keeps one catch-up request outstanding per group (and asks
+  // again on its learn tick): twice that many reads may wait, room for a
+  // re-ask racing a slow read; more would only repeat queued ones.
+  const size_t peers = options_.nodes.size() > 1 ? options_.nodes.size() - 1 : 1;
+  catchup_reader_ = std::make_unique<CatchupReader>(
+      transport_, &logger_, 2 * peers * static_cast<size_t>(options_.group_count));
+  Status started = catchup_reader_->Start();
+  if (!started.ok()) return started;
+
   GroupEnv env;
   env.options = &options_;
   env.transport = transport_;
   env.runtime = &runtime_;
   env.notifier_pool = NotifierPool::Default();
   env.logger = &logger_;
+  env.catchup_reader = catchup_reader_.get();
 
   std::vector<std::vector<StateMachine*>> machines(options_.group_count);
   for (const auto& [group, sm] : options_.state_machines) machines[group].push_back(sm);
@@ -192,10 +202,13 @@ void NodeImpl::Stop() {
   stopped_ = true;
   // Before anything stops: a call that registers from now on sees it.
   stopping_.store(true, std::memory_order_seq_cst);
-  // No more incoming messages, then no more loops. The groups (and their
-  // logs) stay allocated until the destructor so queries stay safe.
+  // No more incoming messages, then no more loops, then no more catch-up
+  // reads. The groups (and their logs) stay allocated until the destructor
+  // so queries stay safe.
   if (transport_ != nullptr) transport_->Stop();
   for (auto& group : groups_) group->Stop();
+  // No loop hands it reads any more; once it returns, no log is read.
+  if (catchup_reader_ != nullptr) catchup_reader_->Stop();
 }
 
 }  // namespace chorus

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chorus/node.h"
+#include "node/catchup_reader.h"
 #include "node/group.h"
 #include "node/runtime_env.h"
 #include "utils/logging.h"
@@ -50,6 +51,9 @@ class NodeImpl : public Node {
   // Calls inside the node right now (the destructor waits for them).
   int active_calls_for_testing() const { return active_calls_.load(std::memory_order_seq_cst); }
 
+  // The reader that serves this node's catch-up reads (counters only).
+  const CatchupReader& catchup_reader_for_testing() const { return *catchup_reader_; }
+
   // Messages that named no valid group or came with no sender (dropped).
   uint64_t misrouted_messages() const { return misrouted_.load(std::memory_order_relaxed); }
   // For tests: group `group`, or nullptr. Valid until the destructor.
@@ -67,6 +71,9 @@ class NodeImpl : public Node {
   Transport* transport_ = nullptr;                // the one in use
   // Filled by Init before the transport starts, read-only afterwards.
   std::vector<std::unique_ptr<Group>> groups_;
+  // Reads the groups' logs for lagging peers (after own_transport_, which it
+  // sends through; Stop() stops it before the groups and their logs go).
+  std::unique_ptr<CatchupReader> catchup_reader_;
   std::atomic<uint64_t> misrouted_{0};
   // Calls of the Node API inside the node right now (see ActiveCall in the
   // .cc). The destructor waits for them to leave before the groups are

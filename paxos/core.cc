@@ -412,6 +412,16 @@ void Core::Dispatch(const PaxosMsg& msg) {
     case CONFIRM_LEARN: {
       // The batch moves the asker up: an ACCEPT it refused as behind may
       // now fit its window, so it goes again, right after the batch.
+      // A batch planned as a CatchupRead counts as served too, with its
+      // planned end: the runtime sends it shortly, on the same ordered
+      // connection, after this round's messages. An ACCEPT_BEHIND the peer
+      // sent before it got the batch then goes again once, behind it
+      // (Proposer::OnBehind); an ACCEPT re-sent now may overtake the batch
+      // and be refused again, which costs one more round trip at worst (it
+      // then waits for the peer's next, higher chosen_end). A planned end
+      // beyond what the read delivers (byte bound, trimmed log, dropped
+      // read) is no harm: NoteServed only steers re-sends, once per batch,
+      // never what is chosen.
       const uint64_t end = learner_->OnAskLearn(msg);
       if (end != 0) proposer_->NoteServed(msg.from(), end);
       break;

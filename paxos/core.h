@@ -29,6 +29,9 @@
 //      This ordering is what makes "a promise or accept is answered only once
 //      it is durable" true.
 //   2. send every out.messages entry (kBroadcast: every other member);
+//      serve every out.catchup_reads entry (paxos/catchup.h: ReadCatchup,
+//      then send its reply to read.peer): after step 1 returned, on any
+//      thread, in any order with the sends; or drop it (best effort too);
 //   3. apply out.chosen to the state machines in order, then wake the
 //      waiters of out.finished;
 //   4. start out.timers (call OnTimeout(id) after delay_ms on a monotonic
@@ -39,7 +42,9 @@
 //
 // Thread safety: none. One group = one thread (the group's event loop) calls
 // every method. The borrowed LogStorage is only read by the core (recovery,
-// serving catch-up of values evicted from its cache); all writes are outputs.
+// ReadChosen, an ACCEPT for an instance chosen long ago); all writes are
+// outputs, and so are the catch-up reads of values evicted from its cache
+// (Outputs::catchup_reads), which the runtime serves off its loop.
 //
 // Messages to self: the core handles its own prepare/accept/chosen messages
 // internally within the same step; the runtime never sees them.
@@ -86,6 +91,8 @@ struct CoreStats {
   uint64_t prepares_started = 0;  // phase 1 rounds this proposer began
   uint64_t fast_accepts = 0;      // proposals sent straight to phase 2
   uint64_t catchup_requests = 0;  // ASK_LEARN / CONFIRM_LEARN sent
+  // Catch-up batches beyond the cache, planned as Outputs::catchup_reads.
+  uint64_t catchup_reads = 0;
   uint64_t accepts_behind = 0;    // ACCEPTs this acceptor refused: beyond its window
   uint64_t behind_replies = 0;    // ACCEPT_BEHIND this proposer received
   uint64_t behind_resends = 0;    // ACCEPTs re-sent to an acceptor that caught up

@@ -1,5 +1,7 @@
 #include "paxos/learner.h"
 
+#include <algorithm>
+
 #include "paxos/acceptor.h"
 #include "paxos/proposer.h"
 #include "paxos/value.h"
@@ -165,24 +167,46 @@ void Learner::NotePeer(uint64_t peer, uint64_t peer_chosen_end, bool urgent) {
 
 uint64_t Learner::OnAskLearn(const PaxosMsg& msg) {
   const CoreOptions& o = ctx_->options();
+  const uint64_t first = msg.instance();
+  if (first >= chosen_end_) return 0;
+  if (cache_.count(first) == 0) {
+    // Older than the cache: the values are in the log only. Reading it here
+    // would stall this step, hence the loop and its round's fsync, on the
+    // disk; plan the read instead (catchup.h), for the runtime to do off
+    // the loop once this round is persisted.
+    CatchupRead read;
+    read.peer = msg.from();
+    read.first = first;
+    read.chosen_end = chosen_end_;
+    read.max_count = o.catchup_batch_count;
+    read.max_bytes = o.catchup_batch_bytes;
+    read.cluster_id = o.cluster_id;
+    read.group = o.group;
+    read.from = o.self;
+    ctx_->out()->catchup_reads.push_back(read);
+    ctx_->stats()->catchup_reads++;
+    // The planned end (the count bound; the byte bound or a trimmed log may
+    // end the batch sooner): see Core::Dispatch for why it is used as if sent.
+    return first + std::min<uint64_t>(chosen_end_ - first, o.catchup_batch_count);
+  }
+  // The cache holds the newest values, contiguous up to chosen_end_ (they are
+  // cached in the order they are applied): serve from memory, as before.
   PaxosMsg reply;
   reply.set_type(LEARN_VALUES);
-  reply.set_instance(msg.instance());
+  reply.set_instance(first);
   size_t bytes = 0;
-  for (uint64_t i = msg.instance(); i < chosen_end_; ++i) {
+  for (uint64_t i = first; i < chosen_end_; ++i) {
     if (static_cast<size_t>(reply.learned_size()) >= o.catchup_batch_count) break;
     if (reply.learned_size() > 0 && bytes >= o.catchup_batch_bytes) break;
-    std::string value;
-    uint32_t checksum = 0;
-    if (!Applied(i, &value, &checksum).ok()) break;
-    bytes += value.size();
+    auto it = cache_.find(i);
+    if (it == cache_.end()) break;
+    bytes += it->second.first.size();
     LearnedEntry* e = reply.add_learned();
     e->set_instance(i);
-    e->set_value(value);
-    e->set_checksum(checksum);
+    e->set_value(it->second.first);
+    e->set_checksum(it->second.second);
   }
-  if (reply.learned_size() == 0) return 0;
-  const uint64_t end = reply.learned(reply.learned_size() - 1).instance() + 1;
+  const uint64_t end = first + static_cast<uint64_t>(reply.learned_size());
   ctx_->Send(msg.from(), &reply);
   return end;
 }

@@ -8,7 +8,8 @@
 //
 // Catch-up is pulled: ASK_LEARN(from) to a peer that is ahead (or, on each
 // idle learn tick, to a random peer), the peer answers LEARN_VALUES with a
-// bounded batch, and the learner asks for the next batch with CONFIRM_LEARN
+// bounded batch (from its cache, or read from its log off its loop:
+// catchup.h), and the learner asks for the next batch with CONFIRM_LEARN
 // while the peer says it has more.
 #ifndef CHORUS_PAXOS_LEARNER_H_
 #define CHORUS_PAXOS_LEARNER_H_
@@ -45,9 +46,11 @@ class Learner {
   void Learn(uint64_t instance, const std::string& value);
 
   void OnChosen(const PaxosMsg& msg) { Learn(msg.instance(), msg.value()); }
-  // Answers a catch-up request with a bounded LEARN_VALUES batch. Returns
-  // the end of the batch (the asker's chosen_end once it applied it), 0 when
-  // there was nothing to send.
+  // Answers a catch-up request with a bounded LEARN_VALUES batch: from the
+  // cache when it holds the first instance asked for, else by planning a
+  // CatchupRead (Outputs::catchup_reads, catchup.h) that the runtime serves
+  // from the log off its loop. Returns the end of the batch sent or planned
+  // (the asker's chosen_end once it applied it), 0 when there is nothing.
   uint64_t OnAskLearn(const PaxosMsg& msg);
   void OnLearnValues(const PaxosMsg& msg);
   void OnTick();
@@ -64,7 +67,9 @@ class Learner {
   const std::map<uint64_t, std::string>& pending() const { return pending_; }
   // The chosen envelope of `instance` (applied or pending).
   Status ChosenEnvelope(uint64_t instance, std::string* value);
-  // The value and chained checksum of an applied instance (cache, else log).
+  // The value and chained checksum of an applied instance (cache, else log:
+  // a synchronous read, for recovery-time callers and ChosenEnvelope;
+  // catch-up never uses it).
   Status Applied(uint64_t instance, std::string* value, uint32_t* checksum);
 
  private:

@@ -57,6 +57,28 @@ struct ChosenValue {
   uint64_t token = 0;    // the Propose() token, valid when ours
 };
 
+// A catch-up batch the core planned but did not read: a lagging peer asked
+// for values the core's in-memory cache no longer holds (CoreOptions::
+// chosen_cache_size), and reading them from the LogStorage in the step would
+// stall the group's loop (and its round's fsync) on the disk. The runtime
+// turns it into the LEARN_VALUES reply with ReadCatchup (paxos/catchup.h),
+// off its loop; the simulation does it inline. Everything the reply needs is
+// here, so serving it needs the LogStorage only, not the core.
+struct CatchupRead {
+  uint64_t peer = 0;    // the asker: the reply goes to it
+  uint64_t first = 0;   // the first instance it asked for
+  // The core's chosen_end when it planned the read: the batch holds only
+  // instances below it (chosen, their records written no later than the
+  // round that holds this read), and the reply's header reports it.
+  uint64_t chosen_end = 0;
+  size_t max_count = 0;  // CoreOptions::catchup_batch_count
+  size_t max_bytes = 0;  // CoreOptions::catchup_batch_bytes
+  // The rest of the reply's header, as CoreContext::Send fills it.
+  uint64_t cluster_id = 0;
+  uint64_t group = 0;
+  uint64_t from = 0;  // this node
+};
+
 // The end of a proposal: ok with the instance its value was chosen at, or
 // Stopped when it was cancelled before its value was chosen.
 struct ProposalResult {
@@ -74,6 +96,11 @@ struct Outputs {
   bool sync = false;
   // 2. Send (best effort, any order).
   std::vector<OutMessage> messages;
+  // 2b. Catch-up reads: serve each (ReadCatchup, paxos/catchup.h) and send
+  // its reply to read.peer, at any time after the persist above returned (a
+  // read may cover records this very round writes), on any thread, or drop
+  // it (the asker asks again on its learn tick).
+  std::vector<CatchupRead> catchup_reads;
   // 3. Apply, in this order.
   std::vector<ChosenValue> chosen;
   // Proposals that ended in this step (after their value is in `chosen`).

@@ -40,6 +40,7 @@ void Round::Add(Outputs* step) {
   for (auto& var : step->persist.variables) Put(&variables_, var.first, &var.second, keep_first);
   merged_.sync = merged_.sync || step->sync;
   AppendAll(&merged_.messages, &step->messages);
+  AppendAll(&merged_.catchup_reads, &step->catchup_reads);
   AppendAll(&merged_.chosen, &step->chosen);
   AppendAll(&merged_.finished, &step->finished);
   // Timers: a cancel drops the start of this round it names; a start
@@ -65,8 +66,8 @@ void Round::Add(Outputs* step) {
 bool Round::empty() const {
   const Outputs& m = merged_;
   return records_.empty() && variables_.empty() && m.persist.delete_below == 0 &&
-         m.messages.empty() && m.chosen.empty() && m.finished.empty() && m.timers.empty() &&
-         m.cancel_timers.empty() && m.errors.empty();
+         m.messages.empty() && m.catchup_reads.empty() && m.chosen.empty() &&
+         m.finished.empty() && m.timers.empty() && m.cancel_timers.empty() && m.errors.empty();
 }
 
 void Round::Take(Outputs* round) {

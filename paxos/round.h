@@ -25,6 +25,11 @@
 //   sync                 OR over the steps                one durable write covers
 //                                                         every step
 //   messages             appended in step order           sends as step by step
+//   catchup_reads        appended in step order           each is served after
+//                                                         the round's persist,
+//                                                         which holds the records
+//                                                         a step before it wrote
+//                                                         (catchup.h)
 //   chosen               appended in step order           instance order, once each
 //   finished             appended in step order           after their chosen values
 //   errors               appended in step order           reports only
@@ -66,8 +71,8 @@ class Round {
   void Add(Outputs* step);
 
   // True when executing the round would do nothing: no persist (records,
-  // variables, trim), messages, chosen values, finished proposals, timers,
-  // cancels or errors. A round of steps that all produced nothing is empty.
+  // variables, trim), messages, catch-up reads, chosen values, finished
+  // proposals, timers, cancels or errors. A round of steps that all produced nothing is empty.
   bool empty() const;
 
   // The number of steps added since the round began (empty ones included).

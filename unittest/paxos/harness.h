@@ -1,6 +1,7 @@
 // A tiny hand-driven cluster for the paxos unit tests: N Cores over
 // MemLogStorage, a FIFO "network" the test pumps explicitly, and the last
-// timer of each kind per node so a test can fire it.
+// timer of each kind per node so a test can fire it. Catch-up reads are
+// served inline, right after their step's persist.
 #ifndef CHORUS_UNITTEST_PAXOS_HARNESS_H_
 #define CHORUS_UNITTEST_PAXOS_HARNESS_H_
 
@@ -15,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "paxos/catchup.h"
 #include "paxos/core.h"
 #include "unittest/support/mem_log_storage.h"
 
@@ -70,15 +72,12 @@ class Harness {
     if (!out->persist.empty()) {
       EXPECT_TRUE(n.log.Write(out->persist, out->sync).ok());
     }
-    for (auto& m : out->messages) {
-      for (size_t j = 0; j < nodes_.size(); ++j) {
-        if (static_cast<int>(j) == i) continue;
-        if (m.to == kBroadcast || m.to == nodes_[j]->id) {
-          if (!isolated_.count(i) && !isolated_.count(static_cast<int>(j))) {
-            net_.push_back({static_cast<int>(j), m.bytes});
-          }
-        }
-      }
+    for (auto& m : out->messages) Route(i, m);
+    // Catch-up reads, after the persist (catchup.h): served at once here.
+    for (const CatchupRead& read : out->catchup_reads) {
+      CatchupReply reply;
+      ReadCatchup(read, &n.log, &reply);
+      if (reply.entries > 0) Route(i, OutMessage{read.peer, std::move(reply.bytes)});
     }
     for (auto& c : out->chosen) n.applied.push_back(c);
     for (auto& f : out->finished) n.finished.push_back(f);
@@ -133,6 +132,18 @@ class Harness {
       net_.pop_front();
       if (isolated_.count(m.first)) continue;
       Deliver(m.first, m.second);
+    }
+  }
+
+  // Queues message `m` of node i for its receivers (none across isolation).
+  void Route(int i, const OutMessage& m) {
+    for (size_t j = 0; j < nodes_.size(); ++j) {
+      if (static_cast<int>(j) == i) continue;
+      if (m.to == kBroadcast || m.to == nodes_[j]->id) {
+        if (!isolated_.count(i) && !isolated_.count(static_cast<int>(j))) {
+          net_.push_back({static_cast<int>(j), m.bytes});
+        }
+      }
     }
   }
 

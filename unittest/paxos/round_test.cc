@@ -144,12 +144,16 @@ TEST(RoundTest, StartAfterCancelInTheSameRoundRuns) {
 }
 
 
-TEST(RoundTest, MessagesChosenFinishedAndErrorsKeepStepOrder) {
+TEST(RoundTest, MessagesReadsChosenFinishedAndErrorsKeepStepOrder) {
   Round round;
   for (uint64_t s = 0; s < 3; ++s) {
     Outputs o;
     o.messages.push_back({s + 1, "m" + std::to_string(s) + "a"});
     o.messages.push_back({kBroadcast, "m" + std::to_string(s) + "b"});
+    CatchupRead read;
+    read.peer = s + 1;
+    read.first = 20 + s;
+    o.catchup_reads.push_back(read);
     ChosenValue c;
     c.instance = 10 + s;
     c.value = "v" + std::to_string(s);
@@ -158,10 +162,12 @@ TEST(RoundTest, MessagesChosenFinishedAndErrorsKeepStepOrder) {
     o.errors.push_back(Status::Corruption("e" + std::to_string(s)));
     round.Add(&o);
     // Add leaves the step cleared for the core's next input.
-    EXPECT_TRUE(o.messages.empty() && o.chosen.empty() && o.finished.empty() && o.errors.empty());
+    EXPECT_TRUE(o.messages.empty() && o.catchup_reads.empty() && o.chosen.empty() &&
+                o.finished.empty() && o.errors.empty());
   }
   const Outputs out = Merged(&round);
   ASSERT_EQ(out.messages.size(), 6u);
+  ASSERT_EQ(out.catchup_reads.size(), 3u);
   ASSERT_EQ(out.chosen.size(), 3u);
   ASSERT_EQ(out.finished.size(), 3u);
   ASSERT_EQ(out.errors.size(), 3u);
@@ -169,6 +175,8 @@ TEST(RoundTest, MessagesChosenFinishedAndErrorsKeepStepOrder) {
     EXPECT_EQ(out.messages[2 * s].to, s + 1);
     EXPECT_EQ(out.messages[2 * s].bytes, "m" + std::to_string(s) + "a");
     EXPECT_EQ(out.messages[2 * s + 1].to, kBroadcast);
+    EXPECT_EQ(out.catchup_reads[s].peer, s + 1);
+    EXPECT_EQ(out.catchup_reads[s].first, 20 + s);
     EXPECT_EQ(out.chosen[s].instance, 10 + s);
     EXPECT_EQ(out.chosen[s].value, "v" + std::to_string(s));
     EXPECT_EQ(out.finished[s].token, 100 + s);
@@ -187,7 +195,7 @@ TEST(RoundTest, EmptyRoundDetection) {
   EXPECT_EQ(round.steps(), 2u);
 
   // Each kind of output alone makes the round non-empty.
-  std::vector<Outputs> each(8);
+  std::vector<Outputs> each(9);
   each[0].persist.records.push_back({1, "r"});
   each[1].persist.variables.push_back({"v", "x"});
   each[2].persist.delete_below = 3;
@@ -196,6 +204,7 @@ TEST(RoundTest, EmptyRoundDetection) {
   each[5].finished.push_back(ProposalResult());
   each[6].cancel_timers.push_back({TimerKind::kLearn, 1});
   each[7].errors.push_back(Status::IOError("x"));
+  each[8].catchup_reads.push_back(CatchupRead());
   for (size_t k = 0; k < each.size(); ++k) {
     Round r;
     r.Add(&each[k]);

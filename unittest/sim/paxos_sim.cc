@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   }
   o.max_round_steps = FLAGS_max_round_steps;
   unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
-                     crashes = 0, behind = 0, truncated = 0, merged = 0;
+                     crashes = 0, behind = 0, truncated = 0, merged = 0,
+                     catchup_reads = 0;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
     o.seed = seed;
     chorus::sim::SimResult r = chorus::sim::RunSim(o);
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
     behind += r.behind;
     truncated += r.truncated;
     merged += r.merged_rounds;
+    catchup_reads += r.catchup_reads;
     if (r.violation) {
       violations++;
       std::printf("seed %llu FAILED: %s\n  replay: paxos_sim --first_seed=%llu --seeds=1 "
@@ -94,8 +96,8 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu accepts_behind=%llu "
-              "truncated_promises=%llu merged_rounds=%llu\n",
-              chosen, proposals, ok, crashes, behind, truncated, merged);
+              "truncated_promises=%llu merged_rounds=%llu catchup_reads=%llu\n",
+              chosen, proposals, ok, crashes, behind, truncated, merged, catchup_reads);
   std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
               static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);
   return violations > 0 ? 1 : 0;

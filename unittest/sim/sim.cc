@@ -10,6 +10,7 @@
 
 #include "paxos/core.h"
 #include "paxos/random.h"
+#include "paxos/catchup.h"
 #include "paxos/round.h"
 #include "unittest/sim/checker.h"
 #include "unittest/support/mem_log_storage.h"
@@ -239,7 +240,9 @@ class Sim {
     c.accept_timeout_ms = 100;
     c.learn_interval_ms = 200;
     c.catchup_batch_count = 8;
-    c.chosen_cache_size = 16;
+    // Smaller than a catch-up batch: most batches are read from the log
+    // (Outputs::catchup_reads), a few still come from the cache.
+    c.chosen_cache_size = 4;
     c.seed = rng_.Next();
     c.test_mutation = o_.mutation;
     return c;
@@ -357,17 +360,15 @@ class Sim {
   void Execute(int i, Outputs* out) {
     Node& n = *nodes_[i];
     if (!out->persist.empty()) n.log.Write(out->persist, out->sync);
-    for (auto& m : out->messages) {
-      checker_.Sent(i, m.bytes);
-      if (m.to == paxos::kBroadcast) {
-        for (int j = 0; j < o_.nodes; ++j) {
-          if (j != i) Send(i, j, m.bytes);
-        }
-      } else {
-        for (int j = 0; j < o_.nodes; ++j) {
-          if (nodes_[j]->id == m.to) Send(i, j, m.bytes);
-        }
-      }
+    for (auto& m : out->messages) SendOut(i, m);
+    // Catch-up reads, served as the runtime's reader does (paxos/catchup.h)
+    // but at once: after the persist, from the node's own log. The network
+    // delays and reorders their replies like any message.
+    for (const paxos::CatchupRead& read : out->catchup_reads) {
+      paxos::CatchupReply reply;
+      paxos::ReadCatchup(read, &n.log, &reply);
+      r_.catchup_reads++;
+      if (reply.entries > 0) SendOut(i, paxos::OutMessage{read.peer, std::move(reply.bytes)});
     }
     for (const ChosenValue& v : out->chosen) {
       Learned(i, v);
@@ -403,6 +404,14 @@ class Sim {
     }
     for (const auto& e : out->errors) {
       Violation("node " + std::to_string(n.id) + " reported: " + e.ToString());
+    }
+  }
+
+  // Sends message `m` of node i to its receivers (the checker sees it first).
+  void SendOut(int i, const paxos::OutMessage& m) {
+    checker_.Sent(i, m.bytes);
+    for (int j = 0; j < o_.nodes; ++j) {
+      if (j != i && (m.to == paxos::kBroadcast || nodes_[j]->id == m.to)) Send(i, j, m.bytes);
     }
   }
 

@@ -13,6 +13,9 @@
 // round from 1..max_round_steps, or at a flush event a few virtual ms after
 // it became non-empty (other events for the node may land in it first). A
 // crash discards the unexecuted round: nothing of it was persisted or sent.
+// The catch-up reads a round holds (Outputs::catchup_reads: batches beyond a
+// core's small cache) are served when it executes, right after its persist,
+// from the node's own log, as the runtime's reader thread serves them.
 //
 // Checked after every step (an event: a delivery, a timer, a proposal, a
 // fault): no two nodes learn different values for an instance; a node's
@@ -81,6 +84,7 @@ struct SimResult {
   uint64_t behind = 0;        // ACCEPTs refused as behind (all incarnations)
   uint64_t truncated = 0;     // PROMISEs truncated by the byte budget
   uint64_t merged_rounds = 0;  // rounds executed that merged two or more steps
+  uint64_t catchup_reads = 0;  // catch-up reads (CatchupRead) served from a node's log
 };
 
 SimResult RunSim(const SimOptions& options);

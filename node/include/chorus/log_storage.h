@@ -15,10 +15,11 @@
 // Status::Corruption, never as data.
 //
 // Thread safety: implementations must allow concurrent calls from several
-// threads. The group's loop thread makes every Write and most reads
-// (recovery at Open, values a lagging peer asks for); other threads read at
-// the same time, e.g. Node::GetMinChosenInstanceId calls GetMinInstanceId
-// from the application's thread.
+// threads. The group's loop thread makes every Write; reads come from the
+// thread that opens the node (recovery, replay), from the loop, and, while
+// the loop writes, from the node's catch-up reader thread (the records a
+// lagging peer asks for) and from the application's threads
+// (Node::GetMinChosenInstanceId calls GetMinInstanceId).
 
 #ifndef CHORUS_LOG_STORAGE_H_
 #define CHORUS_LOG_STORAGE_H_

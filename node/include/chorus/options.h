@@ -106,6 +106,12 @@ struct Options {
   int accept_timeout_ms = 200;
   // Interval of the learner's catch-up check. Default 500 ms.
   int learn_interval_ms = 500;
+  // Chosen values each group keeps in memory to serve peers that lag
+  // behind. A lagging peer asking for older ones is served from the log, on
+  // the node's catch-up reader thread (never on the group's loop). Larger
+  // costs memory (up to this many values per group); smaller costs disk
+  // reads when a peer catches up. Default 1024.
+  size_t chosen_cache_size = 1024;
 
   // ---- Batching (BatchPropose) ----
   // A batch leaves when it holds this many values... Default 64.
