@@ -13,6 +13,24 @@
 // stdout: values/s, latency percentiles of the successful calls, failures
 // and the Status codes seen. Data dirs live in a temp dir that is removed at
 // the end; the parent always kills its children (and they die with it).
+//
+// A "value" is one successful client call (with --batch, one BatchPropose
+// call, not the batch it left in); values/s counts them over the measured
+// window, which starts after the warm-up (one value chosen per group) and ends
+// when the last client thread returns.
+//
+// CPU per value: node 0 samples the user + system CPU time of all three node
+// processes at the start and at the end of the measured window: its own with
+// getrusage(RUSAGE_SELF), node 1's and node 2's from utime + stime in
+// /proc/<pid>/stat (the parent passes their pids in --peer_pids; clock ticks,
+// so 10 ms resolution at 100 Hz per sample). Sampling all three from one
+// place at the same two instants needs no messages between the nodes and
+// excludes the warm-up and the stop. Each node's CPU in the window divided by
+// the values of the window is `cpu_us_per_value_by_node` (node 0 includes
+// the client threads); their sum is `cpu_us_per_value`. A figure that could
+// not be measured (a peer gone, no values) is -1.
+// MB/s (`mb_per_sec`) is values/s x --value_size / 1e6: payload bytes only,
+// without chorus's headers, the batch encoding or the replication fan-out.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -65,6 +83,7 @@ DEFINE_string(nodes, "", "(internal) ip:port list of the 3 nodes");
 DEFINE_string(data_dir, "", "(internal) this node's data dir");
 DEFINE_bool(create_if_missing, false, "(internal) create the data dir (the nodes' first start)");
 DEFINE_bool(run_clients, false, "(internal) this node runs the clients and prints the result");
+DEFINE_string(peer_pids, "", "(internal) pids of node 1 and node 2, for their CPU time");
 
 namespace {
 
@@ -93,6 +112,30 @@ double ProcessCpuSeconds() {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+// User + system CPU seconds process `pid` used so far, from /proc/<pid>/stat
+// (utime and stime, fields 14 and 15, in clock ticks); -1 if it cannot be read.
+double ProcessCpuSecondsOf(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[1024];
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // The command name (field 2) may hold spaces and parentheses: the fields
+  // that follow start after its last ')'.
+  const char* p = std::strrchr(buf, ')');
+  unsigned long long utime = 0, stime = 0;
+  if (p == nullptr ||
+      std::sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                  &stime) != 2) {
+    return -1;
+  }
+  const long ticks = sysconf(_SC_CLK_TCK);
+  if (ticks <= 0) return -1;
+  return static_cast<double>(utime + stime) / static_cast<double>(ticks);
+}
+
 // The machine's 1-minute load average: the figures mean little on a machine
 // that is busy with something else, so the report says how busy it was.
 double LoadAverage1m() {
@@ -108,7 +151,33 @@ double LoadAverage1m() {
 struct Environment {
   double load_avg_1m = -1;  // at the start of the window
   double node0_cpu = 0;     // CPU cores node 0 (leader + clients) kept busy
+  // CPU seconds each node process used in the window; -1 if unknown.
+  std::vector<double> cpu_s_by_node;
 };
+
+// CPU seconds of node 0 (this process) and of the peers in `peers`, in node
+// order; -1 for a peer that cannot be read.
+std::vector<double> SampleCpuSeconds(const std::vector<pid_t>& peers) {
+  std::vector<double> cpu = {ProcessCpuSeconds()};
+  for (pid_t pid : peers) cpu.push_back(ProcessCpuSecondsOf(pid));
+  return cpu;
+}
+
+// The pids in --peer_pids ("pid1,pid2"); empty entries are skipped.
+std::vector<pid_t> PeerPids() {
+  std::vector<pid_t> pids;
+  size_t pos = 0;
+  while (pos < FLAGS_peer_pids.size()) {
+    size_t comma = FLAGS_peer_pids.find(',', pos);
+    if (comma == std::string::npos) comma = FLAGS_peer_pids.size();
+    if (comma > pos) {
+      const std::string pid = FLAGS_peer_pids.substr(pos, comma - pos);
+      pids.push_back(static_cast<pid_t>(std::atol(pid.c_str())));
+    }
+    pos = comma + 1;
+  }
+  return pids;
+}
 
 struct ClientResult {
   std::vector<uint32_t> latencies_us;  // successful calls only
@@ -176,6 +245,18 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
   const double ops = static_cast<double>(all.size()) / elapsed_s;
   const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
   const double p999 = Percentile(all, 0.999), max = all.empty() ? 0 : all.back() / 1000.0;
+  const double mb_per_sec = ops * FLAGS_value_size / 1e6;
+  // CPU microseconds per value, per node and in total (-1: unknown).
+  std::vector<double> cpu_us_by_node;
+  double cpu_us_total = all.empty() ? -1 : 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const double cpu_s = i < env.cpu_s_by_node.size() ? env.cpu_s_by_node[i] : -1;
+    const double us =
+        (cpu_s < 0 || all.empty()) ? -1 : cpu_s * 1e6 / static_cast<double>(all.size());
+    cpu_us_by_node.push_back(us);
+    if (us < 0) cpu_us_total = -1;
+    if (cpu_us_total >= 0) cpu_us_total += us;
+  }
   std::string codes;
   for (const auto& [code, n] : failures) {
     if (!codes.empty()) codes += FLAGS_json ? "," : " ";
@@ -186,10 +267,13 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
         "{\"bench\":\"propose\",\"ops_per_sec\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
         "\"p999_ms\":%.3f,\"max_ms\":%.3f,\"ops\":%zu,\"failures\":%" PRIu64
         ",\"failure_codes\":{%s},\"elapsed_s\":%.3f,\"executed_on_node0\":%" PRIu64
-        ",\"node0_cpu_cores\":%.2f,\"load_avg_1m\":%.2f,\"cpus\":%u,\"nodes\":3,\"clients\":%d,\"value_size\":%d,\"seconds\":%d,\"groups\":%d,"
+        ",\"mb_per_sec\":%.3f,\"cpu_us_per_value\":%.2f,"
+        "\"cpu_us_per_value_by_node\":[%.2f,%.2f,%.2f],"
+        "\"node0_cpu_cores\":%.2f,\"load_avg_1m\":%.2f,\"cpus\":%u,\"nodes\":3,\"clients\":%d,\"value_size\":%d,\"seconds\":%d,\"groups\":%d,"
         "\"batch\":%s,\"batch_count\":%d,\"batch_delay_ms\":%d,\"max_inflight\":%d,"
         "\"sync_writes\":%s}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
+        mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
         FLAGS_clients, FLAGS_value_size, FLAGS_seconds, FLAGS_groups,
         FLAGS_batch ? "true" : "false", FLAGS_batch_count, FLAGS_batch_delay_ms,
@@ -202,10 +286,14 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
                 FLAGS_batch ? ("BatchPropose (count " + std::to_string(FLAGS_batch_count) +
                                ", delay " + std::to_string(FLAGS_batch_delay_ms) + " ms)").c_str()
                             : "Propose");
-    std::printf("%12s %9s %9s %9s %9s %10s %9s  %s\n", "values/s", "p50 ms", "p99 ms", "p999 ms",
-                "max ms", "ok", "failures", "codes");
-    std::printf("%12.1f %9.3f %9.3f %9.3f %9.3f %10zu %9" PRIu64 "  %s\n", ops, p50, p99, p999,
-                max, all.size(), failure_count, codes.empty() ? "-" : codes.c_str());
+    std::printf("%12s %9s %9s %9s %9s %9s %11s %10s %9s  %s\n", "values/s", "MB/s", "p50 ms",
+                "p99 ms", "p999 ms", "max ms", "CPU us/val", "ok", "failures", "codes");
+    std::printf("%12.1f %9.3f %9.3f %9.3f %9.3f %9.3f %11.2f %10zu %9" PRIu64 "  %s\n", ops,
+                mb_per_sec, p50, p99, p999, max, cpu_us_total, all.size(), failure_count,
+                codes.empty() ? "-" : codes.c_str());
+    std::printf("(CPU us per value by node: node 0 %.2f (with the clients), node 1 %.2f, "
+                "node 2 %.2f; MB/s counts payload bytes only)\n",
+                cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2]);
     std::printf("(latencies of successful calls; node 0 kept %.2f of %u CPUs busy; "
                 "load average %.2f at start)\n",
                 env.node0_cpu, std::thread::hardware_concurrency(), env.load_avg_1m);
@@ -269,7 +357,8 @@ int RunNode() {
   std::vector<std::thread> threads;
   Environment env;
   env.load_avg_1m = LoadAverage1m();
-  const double cpu_before = ProcessCpuSeconds();
+  const std::vector<pid_t> peers = PeerPids();
+  const std::vector<double> cpu_before = SampleCpuSeconds(peers);
   const auto start = Clock::now();
   const auto end = start + std::chrono::seconds(FLAGS_seconds);
   for (int i = 0; i < FLAGS_clients; ++i) {
@@ -277,7 +366,12 @@ int RunNode() {
   }
   for (std::thread& t : threads) t.join();
   const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
-  env.node0_cpu = (ProcessCpuSeconds() - cpu_before) / elapsed_s;
+  const std::vector<double> cpu_after = SampleCpuSeconds(peers);
+  env.node0_cpu = (cpu_after[0] - cpu_before[0]) / elapsed_s;
+  for (size_t i = 0; i < cpu_after.size(); ++i) {
+    const bool known = cpu_before[i] >= 0 && cpu_after[i] >= 0;
+    env.cpu_s_by_node.push_back(known ? cpu_after[i] - cpu_before[i] : -1);
+  }
   uint64_t executed = 0;
   for (const auto& m : machines) executed += m->executed();
   Report(elapsed_s, results, executed - executed_before, env);
@@ -391,6 +485,11 @@ int RunParent(const char* argv0) {
                    flag("seconds", std::to_string(FLAGS_seconds)),
                    flag("warmup_timeout_s", std::to_string(FLAGS_warmup_timeout_s)),
                    bool_flag("batch", FLAGS_batch), bool_flag("json", FLAGS_json)});
+      // Node 0 samples its peers' CPU time (node 1, node 2) over the window.
+      if (pids.size() == 2) {
+        args.push_back(flag("peer_pids",
+                            std::to_string(pids[1]) + "," + std::to_string(pids[0])));
+      }
     }
     pid_t pid = Spawn(args);
     if (pid < 0) {

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs a short propose_bench and checks that its JSON object holds the
+# throughput, MB/s and CPU-per-value fields as positive numbers (ctest
+# propose_bench_json, label sample). It asserts no speed: any positive figure
+# passes.
+#   scripts/check_propose_bench_json.sh PROPOSE_BENCH
+set -uo pipefail
+prog=${1:?usage: check_propose_bench_json.sh PROPOSE_BENCH}
+out=$("$prog" --seconds=1 --clients=4 --json 2>&1)
+rc=$?
+fail() { echo "check_propose_bench_json: $*" >&2; echo "$out" >&2; exit 1; }
+[ "$rc" -eq 0 ] || fail "propose_bench exited with $rc"
+num='[0-9]*\.?[0-9]*'
+pos="0*\.?0*[1-9]$num"  # a number with a non-zero digit, no sign
+for field in ops_per_sec mb_per_sec cpu_us_per_value; do
+  grep -qE "\"$field\":$pos[,}]" <<<"$out" || fail "no positive \"$field\""
+done
+grep -qE "\"cpu_us_per_value_by_node\":\[$pos,$pos,$pos\]" <<<"$out" ||
+  fail "no \"cpu_us_per_value_by_node\" with 3 positive numbers"
+exit 0
