@@ -4,7 +4,8 @@
 # its seed corpus (unittest/fuzz/corpus/<target>/):
 #   scripts/fuzz.sh [TARGET...]        (default: every target)
 #   FUZZ_SECONDS=600 scripts/fuzz.sh paxos_message_fuzz
-# FUZZ_SECONDS (default 20) is the run time of each target. Prints the
+# FUZZ_SECONDS (default 20) is the run time of each target; FUZZ_RUNS, when
+# set, also stops each after that many executions. Prints the
 # executions of each (libFuzzer's stat::number_of_executed_units) and fails
 # when any target crashes, leaks, times out or breaks one of its properties;
 # the input that did it is kept in build-fuzz/crashes/<target>/ (replay it:
@@ -44,9 +45,13 @@ for t in "${targets[@]}"; do
   # A copy: what the run adds never lands in the repository.
   cp unittest/fuzz/corpus/"$t"/* "$work/corpus/"
   echo "== fuzz: $t for ${SECONDS_PER_TARGET}s =="
+  extra=()
+  [ -n "${FUZZ_RUNS:-}" ] && extra+=(-runs="$FUZZ_RUNS")
+  # Each op of a sequence is a protocol step: shorter inputs, more of them.
+  [ "$t" = paxos_message_fuzz ] && extra+=(-max_len=1024)
   rc=0
   "$BIN/$t" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -timeout=10 \
-    -rss_limit_mb=2048 -artifact_prefix="$BUILD_DIR/crashes/$t/" "$work/corpus" \
+    -rss_limit_mb=2048 -artifact_prefix="$BUILD_DIR/crashes/$t/" "${extra[@]}" "$work/corpus" \
     >"$work/log" 2>&1 || rc=$?
   units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
   per_sec=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log" | tail -1)

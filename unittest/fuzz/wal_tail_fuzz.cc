@@ -83,7 +83,7 @@ void CheckWritten(const uint8_t* p, size_t n) {
   const uint8_t cut_byte = p[n - 1];
   --n;
   WalWriter writer;
-  for (size_t i = 0; i + 3 <= n && writer.file().size() < 4 * kBlockSize; i += 3) {
+  for (size_t i = 0; i + 3 <= n && writer.file().size() < 2 * kBlockSize; i += 3) {
     size_t len = p[i] | (static_cast<size_t>(p[i + 1]) << 8);
     if (len >= 0x8000) len = (len - 0x8000) * 3;  // up to ~96 KiB: several blocks
     // A non-zero fill: a zeroed tail must not rebuild the record it replaced.
