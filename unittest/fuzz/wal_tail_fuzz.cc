@@ -10,7 +10,7 @@
 //             rest zeroed, is not damaged in the middle, and good_end is the
 //             end of the last write that fits before the cut.
 //         Each write: len (2, little-endian; 0x8000 and up stretch it past a
-//         block) then a fill byte (made odd, so never zero). The last byte
+//         block) then a fill byte (its top bit set). The last byte
 //         picks the cut.
 // A break is __builtin_trap().
 #include <cstddef>
@@ -86,8 +86,11 @@ void CheckWritten(const uint8_t* p, size_t n) {
   for (size_t i = 0; i + 3 <= n && writer.file().size() < 2 * kBlockSize; i += 3) {
     size_t len = p[i] | (static_cast<size_t>(p[i + 1]) << 8);
     if (len >= 0x8000) len = (len - 0x8000) * 3;  // up to ~96 KiB: several blocks
-    // A non-zero fill: a zeroed tail must not rebuild the record it replaced.
-    writer.Add(std::string(len, static_cast<char>(p[i + 2] | 1)));
+    // The fill is never zero (a zeroed tail must not rebuild the record it
+    // replaced) and never a record type: ScanWal's search for a valid record
+    // after damage tries every offset, and payload bytes that look like
+    // headers make it checksum each (slow, not wrong; raw mode still has it).
+    writer.Add(std::string(len, static_cast<char>(p[i + 2] | 0x80)));
   }
   const std::string& file = writer.file();
   const TailScan whole = ScanWal(file);
