@@ -39,8 +39,10 @@ std::string EncodeBatchValue(const std::vector<const AppValue*>& values) {
   return out;
 }
 
-Status DecodeAppValues(const std::string& value, std::vector<AppValue>* out) {
-  out->clear();
+namespace {
+
+// DecodeAppValues, except that *out may hold a prefix of the values on error.
+Status DecodeInto(const std::string& value, std::vector<AppValue>* out) {
   if (value.size() < kHeaderBytes) return Status::Corruption("paxos value too short to hold a header");
   const char format = value[0];
   const char* p = value.data() + 1;
@@ -86,6 +88,21 @@ Status DecodeAppValues(const std::string& value, std::vector<AppValue>* out) {
   }
   if (left != 0) return Status::Corruption("batch value has trailing bytes");
   return Status::OK();
+}
+
+}  // namespace
+
+Status DecodeAppValues(const std::string& value, std::vector<AppValue>* out) {
+  // Decoded aside: a value that fails anywhere yields none of its entries
+  // (Group::Apply then treats the instance as a noop on every replica).
+  std::vector<AppValue> values;
+  Status s = DecodeInto(value, &values);
+  if (s.ok()) {
+    out->swap(values);
+  } else {
+    out->clear();
+  }
+  return s;
 }
 
 }  // namespace chorus

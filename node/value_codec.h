@@ -39,6 +39,8 @@ std::string EncodeSingleValue(int state_machine_id, uint64_t proposal_id,
 std::string EncodeBatchValue(const std::vector<const AppValue*>& values);
 
 // Unpacks a paxos value into its application values (one for a single).
+// Returns Corruption, and leaves *out empty, when any part of it is malformed
+// (a bad entry or trailing bytes: none of the entries is trusted then).
 Status DecodeAppValues(const std::string& value, std::vector<AppValue>* out);
 
 }  // namespace chorus

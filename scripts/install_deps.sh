@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs chorus's build dependencies from Debian 12 packages (apt-get, as root).
 # Idempotent and quiet: does nothing when everything is already installed.
+#   scripts/install_deps.sh          the build and test dependencies
+#   scripts/install_deps.sh --fuzz   also clang-14 and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 
 PACKAGES=(build-essential cmake pkg-config ccache
           libleveldb-dev libsnappy-dev libprotobuf-dev protobuf-compiler
           libgtest-dev libgmock-dev libgflags-dev)
+if [ "${1:-}" = "--fuzz" ]; then
+  PACKAGES+=(clang-14 libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

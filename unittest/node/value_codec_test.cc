@@ -66,5 +66,23 @@ TEST(ValueCodecTest, MalformedIsCorruption) {
   EXPECT_TRUE(DecodeAppValues(huge_count, &out).IsCorruption());
 }
 
+// Found by value_codec_fuzz: a batch that failed after some good entries
+// (a bad length, trailing bytes) left those entries in *out, and
+// Group::Apply, which logs the error and goes on with what it got, executed
+// them instead of treating the instance as a noop.
+TEST(ValueCodecTest, CorruptBatchYieldsNoValues) {
+  AppValue a{1, "alpha", 3};
+  AppValue b{2, "beta", 4};
+  const std::string batch = EncodeBatchValue({&a, &b});
+  std::vector<AppValue> out;
+  EXPECT_TRUE(DecodeAppValues(batch + "x", &out).IsCorruption());
+  EXPECT_TRUE(out.empty());
+  std::string bad_length = batch;
+  bad_length[bad_length.size() - 5] = '\x7f';  // the second entry's length, high byte
+  out.assign(1, AppValue{9, "stale", 9});
+  EXPECT_TRUE(DecodeAppValues(bad_length, &out).IsCorruption());
+  EXPECT_TRUE(out.empty());
+}
+
 }  // namespace
 }  // namespace chorus
