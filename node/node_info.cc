@@ -4,6 +4,7 @@
 #include <set>
 
 #include "chorus/transport.h"
+#include "utils/coding.h"
 
 namespace chorus {
 
@@ -19,13 +20,8 @@ bool ParseIpv4(const std::string& ip, uint32_t* addr) {
 
 // Returns true and sets *port when `text` is a decimal number in [1, 65535].
 bool ParsePort(const std::string& text, uint16_t* port) {
-  if (text.empty() || text.size() > 5) return false;
-  uint32_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (v == 0 || v > 65535) return false;
+  uint64_t v = 0;
+  if (!ParsePositiveDecimal(text, 65535, &v)) return false;
   *port = static_cast<uint16_t>(v);
   return true;
 }

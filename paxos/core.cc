@@ -4,6 +4,7 @@
 
 #include "paxos/acceptor.h"
 #include "utils/check.h"
+#include "utils/coding.h"
 #include "paxos/learner.h"
 #include "paxos/proposer.h"
 #include "paxos/value.h"
@@ -90,18 +91,6 @@ namespace {
 
 bool ValidBallot(const BallotPb& b) { return b.number() <= kMaxBallotNumber; }
 
-// Parses a decimal window in [1, kMaxWindow].
-bool ParseWindow(const std::string& s, uint64_t* window) {
-  if (s.empty() || s.size() > 8) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (v == 0 || v > kMaxWindow) return false;
-  *window = v;
-  return true;
-}
 
 // An envelope this core could have proposed: the header plus at most
 // max_value_bytes of data (`check_size`: the size limit applies too).
@@ -267,7 +256,7 @@ Status Core::RecoverWindow(bool log_empty) {
   Status s = ctx_.log()->GetVariable(kWindowVariable, &bytes);
   uint64_t recorded = 0;
   if (s.ok()) {
-    if (!ParseWindow(bytes, &recorded)) {
+    if (!ParsePositiveDecimal(bytes, kMaxWindow, &recorded)) {
       return Status::Corruption("paxos log: the window variable does not parse");
     }
   } else if (!s.IsNotFound()) {

@@ -35,6 +35,21 @@ inline void PutFixed64(std::string* dst, uint64_t v) {
   dst->append(buf, 8);
 }
 
+// Parses `text` as a decimal number in [1, max] (digits only, no sign, no
+// spaces, at most 19 digits so that it cannot overflow). Returns false for
+// anything else; *value is set only on success.
+inline bool ParsePositiveDecimal(const std::string& text, uint64_t max, uint64_t* value) {
+  if (text.empty() || text.size() > 19) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v == 0 || v > max) return false;
+  *value = v;
+  return true;
+}
+
 }  // namespace chorus
 
 #endif  // CHORUS_UTILS_CODING_H_

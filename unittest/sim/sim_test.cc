@@ -30,21 +30,33 @@ TEST(SimTest, DifferentSeedsDiffer) {
   EXPECT_NE(a.hash, b.hash);
 }
 
+// Runs seeds 1..20 of `o`, expecting no violation, and returns the sums of
+// the counters the tests look at.
+SimResult CleanRuns(SimOptions o) {
+  SimResult sum;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    o.seed = seed;
+    SimResult r = RunSim(o);
+    EXPECT_FALSE(r.violation) << "seed " << seed << " nodes " << o.nodes << ": " << r.what;
+    sum.violation = sum.violation || r.violation;
+    sum.chosen += r.chosen;
+    sum.proposals_ok += r.proposals_ok;
+    sum.faults += r.faults;
+    sum.crashes += r.crashes;
+    sum.catchup_reads += r.catchup_reads;
+    sum.behind += r.behind;
+  }
+  return sum;
+}
+
 TEST(SimTest, CleanRunsChooseValuesAndInjectFaults) {
   for (int nodes : {3, 5}) {
     SimOptions o;
     o.nodes = nodes;
-    uint64_t chosen = 0, ok = 0, faults = 0, crashes = 0, catchup_reads = 0;
-    for (uint64_t seed = 1; seed <= 20; ++seed) {
-      o.seed = seed;
-      SimResult r = RunSim(o);
-      ASSERT_FALSE(r.violation) << "seed " << seed << " nodes " << nodes << ": " << r.what;
-      chosen += r.chosen;
-      ok += r.proposals_ok;
-      faults += r.faults;
-      crashes += r.crashes;
-      catchup_reads += r.catchup_reads;
-    }
+    const SimResult r = CleanRuns(o);
+    ASSERT_FALSE(r.violation);
+    const uint64_t chosen = r.chosen, ok = r.proposals_ok, faults = r.faults,
+                   crashes = r.crashes, catchup_reads = r.catchup_reads;
     // The runs are not vacuous: values got chosen under faults and crashes,
     // and lagging nodes caught up from their peers' logs (the reads the
     // runtime serves off its loop), not only from their caches.
@@ -149,14 +161,9 @@ TEST(SimTest, MixedOptionsRunsAreClean) {
     SimOptions o;
     o.nodes = nodes;
     o.mixed_options = true;
-    uint64_t ok = 0, behind = 0;
-    for (uint64_t seed = 1; seed <= 20; ++seed) {
-      o.seed = seed;
-      SimResult r = RunSim(o);
-      ASSERT_FALSE(r.violation) << "seed " << seed << " nodes " << nodes << ": " << r.what;
-      ok += r.proposals_ok;
-      behind += r.behind;
-    }
+    const SimResult r = CleanRuns(o);
+    ASSERT_FALSE(r.violation);
+    const uint64_t ok = r.proposals_ok, behind = r.behind;
     EXPECT_GT(ok, 0u);
     EXPECT_GT(behind, 0u);  // the differing windows were exercised
   }
