@@ -254,7 +254,7 @@ bool SameOnEveryNode(MasterCluster* c, size_t count) {
   return true;
 }
 
-TEST(MasterTest, OneMasterThatEveryNodeAgreesOnAndTheCallbackFires) {
+TEST(NodeMasterTest, OneMasterThatEveryNodeAgreesOnAndTheCallbackFires) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
@@ -291,7 +291,7 @@ TEST(MasterTest, OneMasterThatEveryNodeAgreesOnAndTheCallbackFires) {
   EXPECT_FALSE(c.node(0)->IsMaster(7));
 }
 
-TEST(MasterTest, ProposalsOnFollowersAreForwardedAndExecuteOnceEverywhere) {
+TEST(NodeMasterTest, ProposalsOnFollowersAreForwardedAndExecuteOnceEverywhere) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
@@ -329,7 +329,7 @@ TEST(MasterTest, ProposalsOnFollowersAreForwardedAndExecuteOnceEverywhere) {
   ASSERT_TRUE(SameOnEveryNode(&c, 61));
 }
 
-TEST(MasterTest, WithoutForwardingAFollowerAnswersNotMasterWithTheAddress) {
+TEST(NodeMasterTest, WithoutForwardingAFollowerAnswersNotMasterWithTheAddress) {
   MasterCluster c(3);
   c.forward_to_master = false;
   c.StartAll();
@@ -357,7 +357,7 @@ TEST(MasterTest, WithoutForwardingAFollowerAnswersNotMasterWithTheAddress) {
   }
 }
 
-TEST(MasterTest, ReadBarrierSeesAValueAcknowledgedOnAnotherNodeJustBefore) {
+TEST(NodeMasterTest, ReadBarrierSeesAValueAcknowledgedOnAnotherNodeJustBefore) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
@@ -421,7 +421,7 @@ int FailOverAndRestart(MasterCluster* c, int* old_master_out, MasterInfo* new_in
   return m;
 }
 
-TEST(MasterTest, StoppingTheMasterElectsAnotherAndTheOldOneDoesNotTakeItBack) {
+TEST(NodeMasterTest, StoppingTheMasterElectsAnotherAndTheOldOneDoesNotTakeItBack) {
   MasterCluster c(3);
   c.StartAll();
   int old_master = -1;
@@ -445,7 +445,7 @@ TEST(MasterTest, StoppingTheMasterElectsAnotherAndTheOldOneDoesNotTakeItBack) {
 // F1): one value forwarded by the restarted member makes the master run
 // phase 1 again, so the epoch changes (a master change without a new
 // master). Enable once the core keeps the master's ballot.
-TEST(MasterTest, DISABLED_ARestartedMemberDoesNotCauseAMasterChange) {
+TEST(NodeMasterTest, DISABLED_ARestartedMemberDoesNotCauseAMasterChange) {
   MasterCluster c(3);
   c.StartAll();
   int old_master = -1;
@@ -459,7 +459,7 @@ TEST(MasterTest, DISABLED_ARestartedMemberDoesNotCauseAMasterChange) {
   EXPECT_EQ(later.epoch_number, new_info.epoch_number) << c.Views();
 }
 
-TEST(MasterTest, TransferMasterHandsItToTheChosenNode) {
+TEST(NodeMasterTest, TransferMasterHandsItToTheChosenNode) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
@@ -494,7 +494,7 @@ TEST(MasterTest, TransferMasterHandsItToTheChosenNode) {
   ASSERT_TRUE(SameOnEveryNode(&c, 3));
 }
 
-TEST(MasterTest, StepDownEndsTheMastershipAndTheGroupElectsAgain) {
+TEST(NodeMasterTest, StepDownEndsTheMastershipAndTheGroupElectsAgain) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
@@ -532,7 +532,7 @@ TEST(MasterTest, StepDownEndsTheMastershipAndTheGroupElectsAgain) {
   ASSERT_TRUE(SameOnEveryNode(&c, 1));
 }
 
-TEST(MasterTest, WithTheElectionOffTheMasterCallsAreNotSupported) {
+TEST(NodeMasterTest, WithTheElectionOffTheMasterCallsAreNotSupported) {
   MasterCluster c(3, /*election=*/false);
   c.StartAll();
   uint64_t instance = 0;
@@ -559,7 +559,7 @@ TEST(MasterTest, WithTheElectionOffTheMasterCallsAreNotSupported) {
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(c.changes(i)->events().empty());
 }
 
-class MasterOptionsTest : public ::testing::Test {
+class NodeMasterOptionsTest : public ::testing::Test {
  protected:
   Options Valid() {
     Options o;
@@ -582,7 +582,7 @@ class MasterOptionsTest : public ::testing::Test {
   uint16_t port_ = FreePort();
 };
 
-TEST_F(MasterOptionsTest, DefaultsAreValidAndAOneNodeGroupElectsItself) {
+TEST_F(NodeMasterOptionsTest, DefaultsAreValidAndAOneNodeGroupElectsItself) {
   Options o = Valid();
   std::unique_ptr<Node> node;
   ASSERT_TRUE(Node::Open(o, &node).ok());
@@ -592,7 +592,7 @@ TEST_F(MasterOptionsTest, DefaultsAreValidAndAOneNodeGroupElectsItself) {
   EXPECT_GT(point, 0u);  // its noop
 }
 
-TEST_F(MasterOptionsTest, BadMasterOptionsAreRefused) {
+TEST_F(NodeMasterOptionsTest, BadMasterOptionsAreRefused) {
   Options o = Valid();
   o.lease_ms = 0;
   ExpectInvalid(o, "lease_ms");
