@@ -13,6 +13,7 @@
 #include "paxos/catchup.h"
 #include "paxos/round.h"
 #include "unittest/sim/checker.h"
+#include "unittest/sim/clock.h"
 #include "unittest/support/mem_log_storage.h"
 
 namespace chorus {
@@ -54,6 +55,12 @@ constexpr uint64_t kCrashAfterAcceptPpm = 5000;
 // runtime loop executes after taking what is queued: other events for the
 // node can land in the round before it.
 constexpr uint64_t kMaxFlushDelayMs = 5;
+// Clocks (SimOptions::clocks): per chaos tick, a live node pauses (a stopped
+// process) for kPauseMinMs .. kPauseMinMs + kPauseSpanMs: about a lease
+// (kLeaseMs), the length that matters to a master.
+constexpr uint64_t kPausePpm = 4000;
+constexpr uint64_t kPauseMinMs = 100;
+constexpr uint64_t kPauseSpanMs = 400;
 
 enum class EventType : uint8_t { kDeliver, kTimer, kChaos, kRestart, kHeal, kFlush };
 
@@ -77,6 +84,7 @@ struct Proposal {
   std::string data;
   bool done = false;
   bool abandoned = false;  // its node crashed before it finished
+  uint64_t begin = 0;      // virtual time of its Propose
 };
 
 // The options that may differ between nodes (and between starts of one node).
@@ -100,6 +108,8 @@ struct Node {
   uint64_t round_limit = 1;  // the round executes once it holds this many steps
   bool flush_due = false;    // a kFlush event of this incarnation is queued
   paxos::Ballot round_promised;  // the core's promise when the current round began
+  NodeClock clock;               // its machine's clock (SimOptions::clocks)
+  uint64_t paused_until = 0;     // virtual time its pause ends (0: not paused)
 };
 
 uint64_t Mix(uint64_t h, uint64_t v) {
@@ -117,6 +127,7 @@ class Sim {
  public:
   explicit Sim(const SimOptions& o)
       : o_(o),
+        clocks_(o.clocks || o.master_election),
         rng_(o.seed * 0x2545F4914F6CDD1DULL + 1),
         members_(NodeIds(o.nodes)),
         checker_(members_, [this](const std::string& what) { Violation(what); }) {
@@ -128,6 +139,18 @@ class Sim {
                             : (rng_.OneIn(500000) ? o.max_inflight : 4 * o.max_inflight);
     budget_ = o.promise_budget_bytes != 0 ? o.promise_budget_bytes : DrawBudget();
     for (auto& n : nodes_) n->config = {o.max_inflight, window_, budget_};
+    if (clocks_) {
+      // Half the nodes drift exactly at the bound (the worst case the lease
+      // rule must survive: one clock slow, another fast), half within it.
+      const int64_t bound = static_cast<int64_t>(o.drift_ppm);
+      for (auto& n : nodes_) {
+        int64_t rate = rng_.OneIn(500000) ? bound
+                                          : static_cast<int64_t>(rng_.Uniform(2 * bound + 1)) -
+                                                bound;
+        if (rng_.OneIn(500000)) rate = -rate;
+        n->clock = NodeClock(rng_.Uniform(1000000), rate);
+      }
+    }
   }
 
   static std::vector<uint64_t> NodeIds(int n) {
@@ -162,6 +185,14 @@ class Sim {
   }
 
  private:
+  // Node i's clock now.
+  uint64_t LocalNow(int i) const { return clocks_ ? nodes_[i]->clock.Local(now_) : now_; }
+  // The virtual time at which node i's clock has advanced `delay_ms` from now.
+  uint64_t After(int i, uint64_t delay_ms) const {
+    return clocks_ ? nodes_[i]->clock.VirtualAt(now_, LocalNow(i) + delay_ms) : now_ + delay_ms;
+  }
+  bool Paused(int i) const { return nodes_[i]->paused_until > now_; }
+
   void Push(Event e) {
     e.seq = seq_++;
     queue_.push(std::move(e));
@@ -284,6 +315,7 @@ class Sim {
     n.log.Crash();
     n.round.Clear();  // nothing of it was persisted or sent
     n.flush_due = false;
+    n.paused_until = 0;  // kill -9 of a stopped process
     for (uint64_t t : n.pending) proposals_[t].abandoned = true;
     n.pending.clear();
     r_.crashes++;
@@ -398,9 +430,10 @@ class Sim {
         continue;
       }
       r_.proposals_ok++;
+      r_.commit_latency_ms.push_back(now_ - p->second.begin);
     }
     for (const auto& t : out->timers) {
-      Push(Event{now_ + t.delay_ms, 0, EventType::kTimer, i, n.incarnation, {}, t.id});
+      Push(Event{After(i, t.delay_ms), 0, EventType::kTimer, i, n.incarnation, {}, t.id});
     }
     for (const auto& e : out->errors) {
       Violation("node " + std::to_string(n.id) + " reported: " + e.ToString());
@@ -440,11 +473,15 @@ class Sim {
 
   void ProposeAt(int i) {
     Node& n = *nodes_[i];
-    if (!n.core || n.pending.size() >= kPendingPerInflight * n.config.max_inflight) return;
+    if (!n.core || Paused(i) ||
+        n.pending.size() >= kPendingPerInflight * n.config.max_inflight) {
+      return;
+    }
     const uint64_t token = next_token_++;
     Proposal p;
     p.node = i;
     p.incarnation = n.incarnation;
+    p.begin = now_;
     p.data = "s" + std::to_string(o_.seed) + "v" + std::to_string(token);
     checker_.Proposed(p.data);
     proposals_[token] = p;
@@ -477,12 +514,31 @@ class Sim {
       Log("partition");
       Push(Event{now_ + 50 + rng_.Uniform(1000), 0, EventType::kHeal, 0, 0, {}, {}});
     }
+    if (clocks_ && rng_.OneIn(kPausePpm)) {
+      const int i = static_cast<int>(rng_.Uniform(o_.nodes));
+      if (nodes_[i]->core && !Paused(i)) {
+        nodes_[i]->paused_until = now_ + kPauseMinMs + rng_.Uniform(kPauseSpanMs + 1);
+        r_.pauses++;
+        r_.faults++;
+        Log("pause node " + std::to_string(nodes_[i]->id) + " until t=" +
+            std::to_string(nodes_[i]->paused_until));
+      }
+    }
   }
 
   void Step() {
     Event e = queue_.top();
     queue_.pop();
     now_ = e.time;
+    if ((e.type == EventType::kDeliver || e.type == EventType::kTimer ||
+         e.type == EventType::kFlush) &&
+        Paused(e.node)) {
+      // A stopped process: what arrives for it waits until it resumes (in
+      // arrival order: re-queued in the order they pop).
+      e.time = nodes_[e.node]->paused_until;
+      Push(std::move(e));
+      return;
+    }
     if (e.type != EventType::kFlush) r_.steps++;
     hash_ = Mix(hash_, e.time);
     hash_ = Mix(hash_, static_cast<uint64_t>(e.type) * 131 + static_cast<uint64_t>(e.node));
@@ -538,6 +594,7 @@ class Sim {
   }
 
   const SimOptions o_;
+  const bool clocks_;
   Rng rng_;
   size_t window_ = 0;
   size_t budget_ = 0;

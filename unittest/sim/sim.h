@@ -68,6 +68,24 @@ struct SimOptions {
   // steps (the number is drawn per round in [1, max_round_steps]). 1: every
   // step executes on its own. REQUIRES >= 1.
   size_t max_round_steps = 4;
+  // Master election (CoreOptions::master_election) on every node, with the
+  // lease, heartbeat and election timeouts scaled to the simulation's time
+  // (sim.cc: kLeaseMs...); proposals are forwarded to the master, and the
+  // workload adds reads (ReadBarrier), master transfers and step-downs.
+  // Implies `clocks`.
+  bool master_election = false;
+  // Per-node clocks: each node's monotonic clock runs at its own rate, drawn
+  // per node per seed within 1 +- drift_ppm / 1e6 (half the nodes exactly at
+  // the bound), from its own offset; the core gets it (Core::SetNow) before
+  // every input, and a timer the core starts for d ms fires when that node's
+  // clock advanced by d. Nodes also pause (a stopped process: no input, its
+  // messages queue, its clock runs on) for about a lease, now and then.
+  // Off (and master_election off): one perfect clock, no pauses (the runs of
+  // the plain protocol are those of before).
+  bool clocks = false;
+  // The drift bound of `clocks`; also every node's CoreOptions::
+  // max_clock_drift_ppm. REQUIRES < 500000.
+  uint64_t drift_ppm = 100000;
   bool verbose = false;  // print every event to stdout
 };
 
@@ -85,6 +103,18 @@ struct SimResult {
   uint64_t truncated = 0;     // PROMISEs truncated by the byte budget
   uint64_t merged_rounds = 0;  // rounds executed that merged two or more steps
   uint64_t catchup_reads = 0;  // catch-up reads (CatchupRead) served from a node's log
+  uint64_t pauses = 0;         // node pauses (clocks)
+  // Master election (master_election):
+  uint64_t elections = 0;         // a node became a ready master
+  uint64_t lease_reads = 0;       // reads a master served inside its lease
+  uint64_t read_index_reads = 0;  // reads a follower served with a read index
+  uint64_t reads_busy = 0;        // reads refused (no master known / not ready)
+  uint64_t forwards = 0;          // proposals forwarded to the master
+  uint64_t transfers = 0;         // TransferMaster / step-down calls that returned OK
+  uint64_t timeouts = 0;          // proposals cancelled at their deadline (outcome unknown)
+  // Virtual ms from Propose to the client's result, per proposal reported
+  // chosen (in completion order).
+  std::vector<uint64_t> commit_latency_ms;
 };
 
 SimResult RunSim(const SimOptions& options);
