@@ -24,7 +24,9 @@ DEFINE_string(mutation, "none",
               "accepted_not_recovered, promise_drops_far, promise_drops_last, "
               "promise_drops_chosen, unsynced_writes, ignore_reported_end, adopt_first_only, "
               "adopt_lowest_ballot, fast_path_while_preparing, accept_promise_not_persisted, "
-              "far_chosen_unbounded, round_keeps_first");
+              "far_chosen_unbounded, round_keeps_first; with --master_election: "
+              "lease_ignores_drift, read_before_noop_commit, prepare_ignores_grant, "
+              "no_startup_hold, transfer_keeps_lease");
 DEFINE_bool(verbose, false, "print every event");
 DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
 DEFINE_uint64(window, 0, "acceptance window (>= max_inflight); 0: drawn per seed");

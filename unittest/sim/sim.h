@@ -32,6 +32,23 @@
 // start. After the fault phase the network heals, every node
 // restarts, and within a bounded virtual time every pending proposal must
 // finish and every node must reach the same chosen_end (liveness).
+//
+// --clocks (and --master_election, which implies it): each node has its own
+// monotonic clock (clock.h), drifting within the bound; the core gets it
+// (Core::SetNow) before every input, and its timers fire by it. Nodes pause
+// (a stopped process: inputs wait, its clock runs on) for about a lease, and
+// single links are cut both ways for a while (a partition that is not
+// transitive). --master_election turns CoreOptions::master_election on for
+// every node: proposals on random nodes are forwarded to the master (a
+// proposal unfinished 5 s after its Propose is cancelled, as the runtime's
+// deadline does: outcome unknown), reads (Core::ReadBarrier) on random
+// nodes, the master transfers its mastership or steps down now and then,
+// and acceptors crash right after granting a lease, sometimes. Checked after
+// every step on top of the above (checker.h MasterChecker): at most one node
+// holds a valid lease (each evaluated at its own clock's time), and every
+// read's barrier is beyond every write reported to its client before the
+// read began; at the end, every read is reported and some node holds the
+// lease.
 #ifndef CHORUS_UNITTEST_SIM_SIM_H_
 #define CHORUS_UNITTEST_SIM_SIM_H_
 
