@@ -41,7 +41,7 @@ DEFINE_bool(master_election, false,
             "(ReadBarrier), master transfers and step-downs in the workload; implies --clocks");
 DEFINE_bool(clocks, false,
             "per-node clocks drifting within --drift_ppm, and node pauses (stopped processes)");
-DEFINE_uint64(drift_ppm, 100000,
+DEFINE_uint64(drift_ppm, 200000,
               "clock rate drift bound (ppm) of --clocks, also CoreOptions::max_clock_drift_ppm");
 
 int main(int argc, char** argv) {

@@ -67,17 +67,31 @@ constexpr uint64_t kPauseSpanMs = 400;
 constexpr uint64_t kLeaseMs = 200;
 constexpr uint64_t kHeartbeatMs = 40;
 constexpr uint64_t kElectionTimeoutMs = 200;
-constexpr uint64_t kElectionJitterMs = 100;
+constexpr uint64_t kElectionJitterMs = 50;
 constexpr uint64_t kReadPpm = 300000;      // per chaos tick: a ReadBarrier on a random node
-constexpr uint64_t kTransferPpm = 6000;    // per chaos tick: the master transfers or steps down
+constexpr uint64_t kTransferPpm = 20000;   // per chaos tick: the master transfers or steps down
 constexpr uint64_t kStepDownPpm = 250000;  // of those: a step down (target 0)
 // Per chaos tick: the link between two nodes is cut both ways (the rest of
 // the network still works: a partition that is not transitive, as a node
 // that hears the master's acceptors but not the master).
-constexpr uint64_t kCutPpm = 10000;
+constexpr uint64_t kCutPpm = 30000;
 // Right after an acceptor acked a heartbeat (granted the master a lease) it
-// crashes with this probability (and restarts quickly or slowly: Crash).
-constexpr uint64_t kCrashAfterGrantPpm = 3000;
+// crashes with this probability, and restarts within a few ms: only its
+// startup hold stands for the grant it forgot.
+constexpr uint64_t kCrashAfterGrantPpm = 20000;
+// Random crashes per chaos tick with master election: fewer than kCrashPpm,
+// so a master often lives for several leases (the aimed crashes and pauses
+// below put the faults where leases break).
+constexpr uint64_t kMasterCrashPpm = 8000;
+// And the crash right after raising a promise (kCrashAfterPromisePpm): every
+// election raises promises, so a high rate would kill most of them.
+constexpr uint64_t kMasterCrashAfterPromisePpm = 40000;
+// Right after a lease holder took a HEARTBEAT_ACK (its lease was just
+// renewed) it pauses with this probability, for kLeaseMs .. 2 * kLeaseMs of
+// virtual time: the grants behind its lease run out while it is stopped, the
+// others elect a new master as early as the grants allow, and its own lease
+// must have ended by then (on its own clock).
+constexpr uint64_t kPauseAfterAckPpm = 5000;
 // The runtime's propose deadline: a proposal unfinished this long after its
 // Propose is cancelled (a forwarded one whose master died finishes no other
 // way); its outcome is unknown.
@@ -179,15 +193,21 @@ class Sim {
     budget_ = o.promise_budget_bytes != 0 ? o.promise_budget_bytes : DrawBudget();
     for (auto& n : nodes_) n->config = {o.max_inflight, window_, budget_};
     if (clocks_) {
-      // Half the nodes drift exactly at the bound (the worst case the lease
-      // rule must survive: one clock slow, another fast), half within it.
+      // The worst case the lease rule must survive is a slow master among
+      // fast acceptors: its lease must end (in real time) before the
+      // grants behind it. Half the seeds are exactly that, at the bound: one
+      // node slow, every other fast. In the other half three nodes in four
+      // drift exactly at the bound (either way), the rest within it.
       const int64_t bound = static_cast<int64_t>(o.drift_ppm);
-      for (auto& n : nodes_) {
-        int64_t rate = rng_.OneIn(500000) ? bound
+      const bool slow_one = rng_.OneIn(500000);
+      const uint64_t slow = rng_.Uniform(o.nodes);
+      for (size_t i = 0; i < nodes_.size(); ++i) {
+        int64_t rate = rng_.OneIn(750000) ? bound
                                           : static_cast<int64_t>(rng_.Uniform(2 * bound + 1)) -
                                                 bound;
         if (rng_.OneIn(500000)) rate = -rate;
-        n->clock = NodeClock(rng_.Uniform(1000000), rate);
+        if (slow_one) rate = i == slow ? -bound : bound;
+        nodes_[i]->clock = NodeClock(rng_.Uniform(1000000), rate);
       }
     }
   }
@@ -263,7 +283,10 @@ class Sim {
            " pending=" + std::to_string(n->pending.size()) +
            (o_.master_election && n->core
                 ? " reads=" + std::to_string(n->reads.size()) + " master=" +
-                      std::to_string(n->core->master().node) +
+                      std::to_string(n->core->master().node) + " epoch=" +
+                      n->core->master().epoch.ToString() + " promised=" +
+                      n->core->promised().ToString() +
+                      (n->core->master().self_ready ? " ready" : "") +
                       (n->core->HoldsLease() ? " (holds the lease)" : "")
                 : std::string()) +
            "; ";
@@ -359,7 +382,8 @@ class Sim {
     Log("start node " + std::to_string(n.id) + " incarnation " + std::to_string(n.incarnation) +
         " chosen_end=" + std::to_string(end) + " max_inflight=" +
         std::to_string(n.config.max_inflight) + " window=" + std::to_string(n.config.window) +
-        " budget=" + std::to_string(n.config.budget));
+        " budget=" + std::to_string(n.config.budget) +
+        (clocks_ ? " clock_rate_ppm=" + std::to_string(n.clock.rate_ppm()) : std::string()));
     Outputs out;
     In(i)->Start(&out);
     EndStep(i, &out);
@@ -372,7 +396,8 @@ class Sim {
     r_.forwards += n.core->stats().forwards_sent;
   }
 
-  void Crash(int i) {
+  // `quick`: restart within a few ms (in-flight messages still arrive).
+  void Crash(int i, bool quick = false) {
     Node& n = *nodes_[i];
     Tally(n);
     n.core.reset();
@@ -388,7 +413,8 @@ class Sim {
     r_.faults++;
     Log("crash node " + std::to_string(n.id));
     // Half the restarts are quick (in-flight messages still arrive), half slow.
-    const uint64_t down = rng_.OneIn(800000) ? 1 + rng_.Uniform(5) : 20 + rng_.Uniform(500);
+    const uint64_t down =
+        quick || rng_.OneIn(800000) ? 1 + rng_.Uniform(5) : 20 + rng_.Uniform(500);
     Push(Event{now_ + down, 0, EventType::kRestart, i, 0, {}, {}});
   }
 
@@ -450,12 +476,22 @@ class Sim {
     }
     Execute(i, &out);
     n.round_promised = n.core->promised();
-    if (!quiet_ && n.core &&
-        (promised ? rng_.OneIn(kCrashAfterPromisePpm)
-                  : granted ? rng_.OneIn(kCrashAfterGrantPpm)
-                            : accepted && rng_.OneIn(kCrashAfterAcceptPpm))) {
+    if (!quiet_ && n.core && granted && rng_.OneIn(kCrashAfterGrantPpm)) {
+      Crash(i, true);
+    } else if (!quiet_ && n.core &&
+               (promised ? rng_.OneIn(o_.master_election ? kMasterCrashAfterPromisePpm
+                                                         : kCrashAfterPromisePpm)
+                         : accepted && rng_.OneIn(kCrashAfterAcceptPpm))) {
       Crash(i);
     }
+  }
+
+  void Pause(int i, uint64_t ms) {
+    nodes_[i]->paused_until = now_ + ms;
+    r_.pauses++;
+    r_.faults++;
+    Log("pause node " + std::to_string(nodes_[i]->id) + " until t=" +
+        std::to_string(nodes_[i]->paused_until));
   }
 
   // Executes one merged round of node i: persist -> send -> apply -> timers.
@@ -619,6 +655,15 @@ class Sim {
       uint64_t target = 0;
       if (!rng_.OneIn(kStepDownPpm)) {
         target = members_[(i + 1 + rng_.Uniform(o_.nodes - 1)) % o_.nodes];
+        // Half the time to the slowest clock: it rarely wins an election
+        // (its election timeout lasts longest in real time), and a slow
+        // master among fast acceptors is where a lease that ignores the
+        // drift bound outlives its grants.
+        int slowest = 0;
+        for (int j = 1; j < o_.nodes; ++j) {
+          if (nodes_[j]->clock.rate_ppm() < nodes_[slowest]->clock.rate_ppm()) slowest = j;
+        }
+        if (clocks_ && slowest != i && rng_.OneIn(500000)) target = members_[slowest];
       }
       Log("node " + std::to_string(n.id) + " transfers the mastership to " +
           std::to_string(target));
@@ -651,6 +696,12 @@ class Sim {
         r_.elections++;
       }
     }
+    if (o_.verbose && holders != last_holders_) {
+      std::string list;
+      for (int i : holders) list += " " + std::to_string(nodes_[i]->id);
+      Log("lease holders:" + (list.empty() ? std::string(" none") : list));
+    }
+    last_holders_ = holders;
     master_checker_.Leases(now_, holders);
   }
 
@@ -671,7 +722,7 @@ class Sim {
       const uint64_t k = 1 + rng_.Uniform(kPendingPerInflight * nodes_[i]->config.max_inflight);
       for (uint64_t j = 0; j < k && !r_.violation; ++j) ProposeAt(i);
     }
-    if (rng_.OneIn(kCrashPpm)) {
+    if (rng_.OneIn(o_.master_election ? kMasterCrashPpm : kCrashPpm)) {
       int i = static_cast<int>(rng_.Uniform(o_.nodes));
       if (nodes_[i]->core) Crash(i);
     }
@@ -696,13 +747,7 @@ class Sim {
     }
     if (clocks_ && rng_.OneIn(kPausePpm)) {
       const int i = static_cast<int>(rng_.Uniform(o_.nodes));
-      if (nodes_[i]->core && !Paused(i)) {
-        nodes_[i]->paused_until = now_ + kPauseMinMs + rng_.Uniform(kPauseSpanMs + 1);
-        r_.pauses++;
-        r_.faults++;
-        Log("pause node " + std::to_string(nodes_[i]->id) + " until t=" +
-            std::to_string(nodes_[i]->paused_until));
-      }
+      if (nodes_[i]->core && !Paused(i)) Pause(i, kPauseMinMs + rng_.Uniform(kPauseSpanMs + 1));
     }
   }
 
@@ -782,6 +827,13 @@ class Sim {
         Status s = In(e.node)->OnMessage(e.bytes, &out, e.from);
         if (!s.ok()) Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
         EndStep(e.node, &out);  // crash points: ExecuteRound
+        if (o_.master_election && !quiet_ && n.core && !Paused(e.node) && n.core->HoldsLease()) {
+          paxos::PaxosMsg m;
+          if (m.ParseFromString(e.bytes) && m.type() == paxos::HEARTBEAT_ACK &&
+              rng_.OneIn(kPauseAfterAckPpm)) {
+            Pause(e.node, kLeaseMs + rng_.Uniform(kLeaseMs + 1));
+          }
+        }
         break;
       }
     }
@@ -808,6 +860,7 @@ class Sim {
   MasterChecker master_checker_;
   std::map<uint64_t, Read> reads_;  // token -> unreported read
   uint64_t next_read_ = 1;
+  std::vector<int> last_holders_;  // --verbose: the lease holders at the last step
   std::set<std::pair<int, int>> cut_;  // cut links (lower index first)
 };
 

@@ -102,7 +102,7 @@ struct SimOptions {
   bool clocks = false;
   // The drift bound of `clocks`; also every node's CoreOptions::
   // max_clock_drift_ppm. REQUIRES < 500000.
-  uint64_t drift_ppm = 100000;
+  uint64_t drift_ppm = 200000;
   bool verbose = false;  // print every event to stdout
 };
 

@@ -111,8 +111,11 @@ constexpr char kRecovery[] = "(failed to recover|changed across a restart|cannot
 
 // Master election: two nodes held a valid lease at one virtual instant.
 constexpr char kTwoLeases[] = "two leases at once";
-// ... right after the master handed its mastership to another node.
-constexpr char kTransferOverlap[] = "two leases at once.* after node [0-9]+ transferred to";
+// ... right after the master handed its mastership to another node; or the
+// old master still holds its lease though it is no longer master (it then
+// fails TransferMaster with NotMaster).
+constexpr char kTransferOverlap[] =
+    "(two leases at once.* after node [0-9]+ transferred to|holds the lease but TransferMaster)";
 // A read's barrier missed a write that completed before the read began.
 constexpr char kStaleRead[] = "stale read";
 
