@@ -217,8 +217,9 @@ void Master::OnPrepared(const Ballot& b) {
   SendHeartbeat();
 }
 
-void Master::NoteNoop(uint64_t instance, const std::string& envelope) {
+void Master::NoteNoop(uint64_t instance, const std::string& envelope, bool complete) {
   has_noop_ = true;
+  noop_complete_ = complete;
   noop_instance_ = instance;
   noop_envelope_ = envelope;
 }
@@ -329,10 +330,15 @@ bool Master::OnApplied(uint64_t instance, const std::string& envelope, uint64_t 
   if (!enabled()) return false;
   if (is_master_ && !ready_ && has_noop_ && instance == noop_instance_) {
     has_noop_ = false;
-    if (envelope == noop_envelope_) {
-      ready_ = true;  // chosen in our ballot (only it proposed this envelope)
+    if (envelope == noop_envelope_ && noop_complete_) {
+      // Chosen in our ballot (only it proposed this envelope), above every
+      // value its phase 1 reported: every value chosen before our phase 1
+      // is applied now.
+      ready_ = true;
     } else {
-      proposer_->WantNoop();  // another value won there: try the next one
+      // Another value won there, or a truncated phase 1 may hide chosen
+      // values above the noop: try again (higher up).
+      proposer_->WantNoop();
     }
   }
   if (proposer != ctx_->options().self) return false;

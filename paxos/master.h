@@ -60,8 +60,9 @@
 //   HEARTBEAT / own acceptor     node
 //   any input                    S master, now >= max(lease, step down
 //                                since + lease_ms)
-//   noop applied                 it is S's noop              ready
-//                                another value won there     propose another noop
+//   noop applied                 it is S's noop, its phase   ready
+//                                1 saw every vote
+//                                otherwise                   propose another noop
 //   election timer               no live master known, no    phase 1 (even with nothing
 //                                grant to another, no hold,  queued); re-arm with jitter
 //                                not right after a transfer
@@ -130,7 +131,12 @@ class Master {
   // The proposer's phase 1 with ballot `b` succeeded.
   void OnPrepared(const Ballot& b);
   // The proposer placed the noop the master asked for (Proposer::WantNoop).
-  void NoteNoop(uint64_t instance, const std::string& envelope);
+  // `complete`: its ballot's phase 1 reported every vote of its majority
+  // (no reported_end, nothing beyond the window); otherwise values may be
+  // chosen above the ballot's limit that this node never heard of, and the
+  // noop does not make it ready: it asks again (the proposer then fills up
+  // to the limit and runs phase 1 again from there).
+  void NoteNoop(uint64_t instance, const std::string& envelope, bool complete);
   // Some node's ballot `b` is known promised or used: a master with a lower
   // ballot (of another node) steps down.
   void OnHigherBallot(const Ballot& b);
@@ -196,6 +202,7 @@ class Master {
   uint64_t since_ = 0;     // when this node became master
   uint64_t lease_until_ = 0;
   bool has_noop_ = false;
+  bool noop_complete_ = false;
   uint64_t noop_instance_ = 0;
   std::string noop_envelope_;
   uint64_t heartbeat_seq_ = 0;

@@ -108,7 +108,7 @@ void Proposer::Drive() {
     Slot& slot = slots_[instance];
     slot.value = EncodeValue(ctx_->options().self, ctx_->rng()->Next(), std::string());
     noop_wanted_ = false;
-    master_->NoteNoop(instance, slot.value);
+    master_->NoteNoop(instance, slot.value, /*complete=*/limit_ == UINT64_MAX);
     SendAccept(instance, &slot);
     sent = true;
   }

@@ -315,6 +315,44 @@ TEST(MasterTest, ReadBeforeNoopCommitMutationServesReadsEarly) {
   }
 }
 
+// A phase 1 whose PROMISEs were truncated (promise_budget_bytes) does not
+// see the votes above its limit: the noop there would not cover them. The
+// master gets ready only after a phase 1 that saw everything.
+TEST(MasterTest, ReadyOnlyAfterACompletePhaseOne) {
+  Harness h(3, [](CoreOptions* o) {
+    o->master_election = true;
+    o->max_value_bytes = 2;
+    o->promise_budget_bytes = o->MaxEnvelopeBytes();  // one value per PROMISE
+  });
+  h.SetTime(1000);
+  h.Isolate(0);
+  // Node 2 gets a noop and three values accepted by nodes 2 and 3, but the
+  // ACCEPTED replies are lost: nothing is chosen.
+  for (uint64_t t = 1; t <= 3; ++t) ASSERT_TRUE(h.Propose(1, t, "v" + std::to_string(t)).ok());
+  PumpDropping(&h, ACCEPTED);
+  EXPECT_EQ(h.core(1)->chosen_end(), 0u);
+  // Node 2's grants ran out; node 1 runs for master.
+  h.Heal(0);
+  h.SetTime(3000);
+  h.Fire(0, TimerKind::kElection);
+  h.Pump();
+  // Its first ballot is below node 2's: rejected, it retries after a backoff.
+  h.Fire(0, TimerKind::kBackoff);
+  h.Pump();
+  EXPECT_GE(h.core(0)->stats().truncated_promises + h.core(1)->stats().truncated_promises +
+                h.core(2)->stats().truncated_promises,
+            3u);
+  EXPECT_GE(h.core(0)->stats().prepares_started, 5u);  // 1 lost, 4 up the log
+  ASSERT_TRUE(h.core(0)->HoldsLease());
+  Outputs out;
+  BarrierResult r = Read(&h, 0, 1, &out);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.instance, 5u);  // the old noop, v1..v3, the new noop
+  ASSERT_EQ(h.node(0).applied.size(), 5u);
+  EXPECT_EQ(h.node(0).applied[3].value, "v3");
+  EXPECT_TRUE(h.node(0).applied[4].noop);
+}
+
 TEST(MasterTest, ForwardedProposalFinishesTheOriginsToken) {
   Harness h(3, Election());
   Elect(&h, 0);
