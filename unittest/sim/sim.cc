@@ -91,7 +91,7 @@ constexpr uint64_t kMasterCrashAfterPromisePpm = 40000;
 // virtual time: the grants behind its lease run out while it is stopped, the
 // others elect a new master as early as the grants allow, and its own lease
 // must have ended by then (on its own clock).
-constexpr uint64_t kPauseAfterAckPpm = 5000;
+constexpr uint64_t kPauseAfterAckPpm = 20000;
 // The runtime's propose deadline: a proposal unfinished this long after its
 // Propose is cancelled (a forwarded one whose master died finishes no other
 // way); its outcome is unknown.
@@ -820,7 +820,10 @@ class Sim {
                 "->" + std::to_string(n.id) + " inst=" + std::to_string(m.instance()) + " b=" +
                 std::to_string(m.ballot().number()) + "." + std::to_string(m.ballot().node_id()) +
                 " value=" + (m.value().size() > 16 ? m.value().substr(16) : std::string()) +
-                " accepted=" + std::to_string(m.accepted_size()));
+                " accepted=" + std::to_string(m.accepted_size()) +
+                (m.type() == paxos::READ_INDEX_REPLY
+                     ? " read_index=" + std::to_string(m.read_index())
+                     : std::string()));
           }
         }
         Outputs out;
