@@ -51,6 +51,7 @@
 //   RELEASE(t, b) from N         grant holder N, ballot b    grant = (t, now + lease_ms) (t=0:
 //                                                            none); forget N as master;
 //                                t == S                      phase 1 at once
+//   phase 1 of S (proposer)      own acceptor would refuse   back off, send nothing
 //   phase 1 of S succeeded       -                           S is master (ballot b), not
 //                                                            ready; propose a noop; heartbeat
 //   heartbeat timer              S master                    HEARTBEAT(b, ++k) to all, t0_k
@@ -68,7 +69,8 @@
 //                                not right after a transfer
 //   Propose                      live master M != S          FORWARD to M (or NotMaster)
 //   proposals queued             live master M != S          forward them, never phase 1
-//   FORWARD(envelope)            S master, not a duplicate   propose it (no local waiter)
+//   FORWARD(envelope, b)         S master since b or before, propose it (no local waiter)
+//                                not a duplicate
 //   applied value of S's         forwarded by S              finish its token, ours = true
 //   ReadBarrier                  S ready master, in lease    I = chosen_end, at once
 //                                live master M != S          READ_INDEX to M
@@ -122,6 +124,12 @@ class Master {
   // True when the PREPARE is refused for a grant or the startup hold (the
   // refusal was sent; the acceptor must not see the PREPARE).
   bool RefusePrepare(const PaxosMsg& msg);
+  // True when this node's own acceptor would refuse this node's PREPARE now.
+  // The proposer then does not start phase 1 (it backs off): a ballot is
+  // sent only together with the own acceptor's promise of it, persisted in
+  // the same step, which is what keeps a restarted node from ever using the
+  // same ballot twice (with another value).
+  bool RefusesOwnPrepare() const;
   // The acceptor accepted this ACCEPT.
   void OnAccepted(const PaxosMsg& msg);
   void OnHeartbeat(const PaxosMsg& msg);
@@ -199,6 +207,9 @@ class Master {
   // kTransferKeepsLease only: released but still claiming the lease.
   bool released_ = false;
   Ballot ballot_;          // the prepared ballot heartbeats carry (the epoch)
+  // The ballot this node became master with (in this process): FORWARDs
+  // addressed to an earlier mastership (older ballots) are dropped.
+  Ballot first_ballot_;
   uint64_t since_ = 0;     // when this node became master
   uint64_t lease_until_ = 0;
   bool has_noop_ = false;

@@ -129,6 +129,13 @@ void Proposer::Drive() {
 }
 
 void Proposer::StartPrepare() {
+  if (master_->RefusesOwnPrepare()) {
+    // Master election: our own acceptor is in its startup hold or grants
+    // another node. A PREPARE it does not promise would leave this ballot
+    // unrecorded here, and a restart could use it again. Retry later.
+    GoBackoff();
+    return;
+  }
   phase_ = Phase::kPreparing;
   NoteBallot(acceptor_->promised());
   if (max_number_ < kMaxBallotNumber) ++max_number_;  // saturates, never wraps
