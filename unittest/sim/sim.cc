@@ -823,7 +823,12 @@ class Sim {
                 " accepted=" + std::to_string(m.accepted_size()) +
                 (m.type() == paxos::READ_INDEX_REPLY
                      ? " read_index=" + std::to_string(m.read_index())
-                     : std::string()));
+                     : std::string()) +
+                (m.lease_holder() != 0 ? " lease_holder=" + std::to_string(m.lease_holder())
+                                       : std::string()) +
+                (m.has_promised() ? " promised=" + std::to_string(m.promised().number()) + "." +
+                                        std::to_string(m.promised().node_id())
+                                  : std::string()));
           }
         }
         Outputs out;
