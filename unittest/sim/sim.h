@@ -43,11 +43,13 @@
 // proposal unfinished 5 s after its Propose is cancelled, as the runtime's
 // deadline does: outcome unknown), reads (Core::ReadBarrier) on random
 // nodes, the master transfers its mastership or steps down now and then,
-// and acceptors crash right after granting a lease, sometimes. Checked after
-// every step on top of the above (checker.h MasterChecker): at most one node
-// holds a valid lease (each evaluated at its own clock's time), and every
-// read's barrier is beyond every write reported to its client before the
-// read began; at the end, every read is reported and some node holds the
+// a lease holder pauses right after a heartbeat ack renewed its lease, and
+// acceptors crash (and restart within ms) right after granting a lease,
+// sometimes. Checked after every step on top of the above (checker.h
+// MasterChecker): at most one node holds a valid lease (each evaluated at
+// its own clock's time), every read's barrier is beyond every write reported
+// to its client before the read began, and a lease holder can transfer its
+// mastership; at the end, every read is reported and some node holds the
 // lease.
 #ifndef CHORUS_UNITTEST_SIM_SIM_H_
 #define CHORUS_UNITTEST_SIM_SIM_H_
@@ -92,11 +94,13 @@ struct SimOptions {
   // Implies `clocks`.
   bool master_election = false;
   // Per-node clocks: each node's monotonic clock runs at its own rate, drawn
-  // per node per seed within 1 +- drift_ppm / 1e6 (half the nodes exactly at
-  // the bound), from its own offset; the core gets it (Core::SetNow) before
-  // every input, and a timer the core starts for d ms fires when that node's
-  // clock advanced by d. Nodes also pause (a stopped process: no input, its
-  // messages queue, its clock runs on) for about a lease, now and then.
+  // per node per seed within 1 +- drift_ppm / 1e6 (half the seeds: one node
+  // slow at the bound, all others fast at it; the other half: three nodes in
+  // four at the bound either way), from its own offset; the core gets it
+  // (Core::SetNow) before every input, and a timer the core starts for d ms
+  // fires when that node's clock advanced by d. Nodes also pause (a stopped
+  // process: no input, its messages queue, its clock runs on) for about a
+  // lease, now and then, and single links are cut both ways for a while.
   // Off (and master_election off): one perfect clock, no pauses (the runs of
   // the plain protocol are those of before).
   bool clocks = false;
