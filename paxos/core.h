@@ -285,6 +285,7 @@ class Core {
   // True when this node is the master, ready (its noop is chosen and
   // applied), and now < its lease's end: no other node can get a value
   // chosen before the lease ends. For the simulation's checker and IsMaster.
+  // As of the last SetNow: call SetNow first for an up-to-date answer.
   bool HoldsLease() const;
 
   // Instances [0, chosen_end()) are chosen and have been emitted (by this Core

@@ -57,8 +57,11 @@
 //   heartbeat timer              S master                    HEARTBEAT(b, ++k) to all, t0_k
 //   HEARTBEAT_ACK(k) majority    promised <= b               lease = max(lease, t0_k +
 //                                                            lease_ms (1-rho)/(1+rho))
-//   HEARTBEAT_ACK / *_REJECT /   a ballot > b of another     step down
-//   HEARTBEAT / own acceptor     node
+//   HEARTBEAT_ACK refused        promised > b, of another    phase 1 again above it (the
+//                                node                        holder may; a stale promise
+//                                                            goes, a real rival refuses)
+//   *_REJECT / HEARTBEAT / own   a ballot > b of another     step down
+//   acceptor's promise           node
 //   any input                    S master, now >= max(lease, step down
 //                                since + lease_ms)
 //   noop applied                 it is S's noop, its phase   ready
