@@ -64,6 +64,8 @@
 //   acceptor's promise           node
 //   any input                    S master, now >= max(lease, step down
 //                                since + lease_ms)
+//   proposer idle or at its      S master, not ready         phase 1 again (after every
+//   ballot's limit                                           refusal, loss or backoff)
 //   noop applied                 it is S's noop, its phase   ready
 //                                1 saw every vote
 //                                otherwise                   propose another noop
@@ -148,6 +150,12 @@ class Master {
   // noop does not make it ready: it asks again (the proposer then fills up
   // to the limit and runs phase 1 again from there).
   void NoteNoop(uint64_t instance, const std::string& envelope, bool complete);
+  // This node is master but not ready (nor released): the proposer keeps
+  // running phase 1 (after each backoff) until its readiness noop is placed
+  // under a ballot whose phase 1 saw every vote. (Sim F2: a phase 1 again,
+  // after a truncated PROMISE, that was refused or lost left the proposer
+  // idle with "nothing to do", and the master never became ready.)
+  bool WantsReady() const { return enabled() && is_master_ && !ready_ && !released_; }
   // Some node's ballot `b` is known promised or used: a master with a lower
   // ballot (of another node) steps down.
   void OnHigherBallot(const Ballot& b);

@@ -34,6 +34,11 @@ void Proposer::Cancel(uint64_t token) {
   }
 }
 
+bool Proposer::HasWork() const {
+  return !queue_.empty() || !slots_.empty() || unstick_ || campaign_ || noop_wanted_ ||
+         master_->WantsReady();
+}
+
 bool Proposer::HasUnchosenSlot() const {
   for (const auto& kv : slots_) {
     if (!kv.second.chosen_sent) return true;

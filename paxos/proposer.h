@@ -116,9 +116,10 @@ class Proposer {
     Proposal own;  // this node's proposal waiting on this instance
   };
 
-  bool HasWork() const {
-    return !queue_.empty() || !slots_.empty() || unstick_ || campaign_ || noop_wanted_;
-  }
+  // Anything to do: proposals, slots, a gap, a campaign, a noop, or (master
+  // election) a master that is not ready yet: its phase 1 is retried after
+  // every failure until a complete one places its readiness noop.
+  bool HasWork() const;
   void Drive();
   void StartPrepare();
   void OnPrepared();

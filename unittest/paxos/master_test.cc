@@ -368,6 +368,52 @@ TEST(MasterTest, ReadyOnlyAfterACompletePhaseOne) {
   EXPECT_TRUE(h.node(0).applied[4].noop);
 }
 
+// Sim F2 (seed 600198): a master not yet ready whose phase 1 again (after a
+// truncated PROMISE) fails (lost PREPAREs here; refusals there) retries after
+// its backoff until it is ready, with nothing queued.
+TEST(MasterTest, UnreadyMasterRetriesPhaseOneAfterBackoff) {
+  Harness h(3, [](CoreOptions* o) {
+    o->master_election = true;
+    o->max_value_bytes = 2;
+    o->promise_budget_bytes = o->MaxEnvelopeBytes();  // one value per PROMISE
+  });
+  h.SetTime(1000);
+  h.Isolate(0);
+  for (uint64_t t = 1; t <= 3; ++t) ASSERT_TRUE(h.Propose(1, t, "v" + std::to_string(t)).ok());
+  PumpDropping(&h, ACCEPTED);
+  h.Heal(0);
+  h.SetTime(3000);
+  h.Fire(0, TimerKind::kElection);
+  h.Pump();
+  h.Fire(0, TimerKind::kBackoff);
+  // Once node 1 is master (not ready: its PROMISEs were truncated), its
+  // PREPAREs are lost.
+  size_t dropped = 0;
+  while (!h.net().empty()) {
+    auto m = std::move(h.net().front());
+    h.net().pop_front();
+    PaxosMsg msg;
+    ASSERT_TRUE(msg.ParseFromString(m.second));
+    if (msg.type() == PREPARE && msg.from() == 1 && h.core(0)->master().node == 1u) {
+      ++dropped;
+      continue;
+    }
+    h.Deliver(m.first, m.second);
+  }
+  ASSERT_GT(dropped, 0u);
+  ASSERT_EQ(h.core(0)->master().node, 1u);
+  ASSERT_FALSE(h.core(0)->HoldsLease());
+  h.Fire(0, TimerKind::kPrepare);  // no answer: back off
+  h.Fire(0, TimerKind::kBackoff);  // and try again
+  h.Pump();
+  for (int k = 0; k < 8 && !h.core(0)->HoldsLease(); ++k) {
+    if (h.node(0).timers.count(TimerKind::kBackoff)) h.Fire(0, TimerKind::kBackoff);
+    h.Pump();
+  }
+  EXPECT_TRUE(h.core(0)->HoldsLease());
+  EXPECT_EQ(h.core(0)->master().node, 1u);
+}
+
 TEST(MasterTest, ForwardedProposalFinishesTheOriginsToken) {
   Harness h(3, Election());
   Elect(&h, 0);
