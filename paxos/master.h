@@ -74,6 +74,14 @@
 //                                not right after a transfer
 //   Propose                      live master M != S          FORWARD to M (or NotMaster)
 //   proposals queued             live master M != S          forward them, never phase 1
+//   HEARTBEAT(b) granted, from   S holds a slot of its own   FILL(i = its highest such slot,
+//   M != S                       no ballot of S drives (S    b) to M (once per heartbeat)
+//                                not preparing / prepared)
+//   FILL(i, b) from N != S       S master (not released) of  noop fillers at every free
+//                                ballot b, i >= chosen_end   instance >= its next instance,
+//                                                            up to i (not the readiness noop;
+//                                                            slots, adopted ones included,
+//                                                            stay as they are)
 //   FORWARD(envelope, b)         S master since b or before, propose it (no local waiter)
 //                                not a duplicate
 //   applied value of S's         forwarded by S              finish its token, ours = true
@@ -161,6 +169,10 @@ class Master {
   void OnHigherBallot(const Ballot& b);
   void OnHeartbeatAck(const PaxosMsg& msg);
   void OnForward(const PaxosMsg& msg);
+  // FILL(i) from a follower with a stranded slot at i (paxos.proto).
+  void OnFill(const PaxosMsg& msg);
+  // This node is the master (not released): the proposer may place fillers.
+  bool IsMaster() const { return enabled() && is_master_ && !released_; }
   void OnReadIndex(const PaxosMsg& msg);
   void OnReadIndexReply(const PaxosMsg& msg);
   void OnTimeout(TimerKind kind);
