@@ -104,5 +104,42 @@ bool SafetyChecker::ChosenIs(uint64_t instance, const std::string& data) const {
   return g != global_.end() && g->second.substr(g->second.rfind('/') + 1) == data;
 }
 
+MasterChecker::MasterChecker(std::vector<uint64_t> ids, Report report)
+    : report_(std::move(report)), ids_(std::move(ids)) {}
+
+void MasterChecker::Leases(uint64_t now, const std::vector<int>& holders) {
+  if (holders.size() < 2) return;
+  std::string what = "two leases at once: nodes " + std::to_string(ids_[holders[0]]) + " and " +
+                     std::to_string(ids_[holders[1]]) + " both hold a valid lease at t=" +
+                     std::to_string(now);
+  if (transfer_from_ >= 0) {
+    what += " (" + std::to_string(now - transfer_at_) + " ms after node " +
+            std::to_string(ids_[transfer_from_]) +
+            (transfer_target_ == 0 ? std::string(" stepped down")
+                                   : " transferred to node " + std::to_string(transfer_target_)) +
+            ")";
+  }
+  report_(what);
+}
+
+void MasterChecker::Transferred(int i, uint64_t target, uint64_t now) {
+  transfer_from_ = i;
+  transfer_target_ = target;
+  transfer_at_ = now;
+}
+
+void MasterChecker::WriteCompleted(uint64_t instance) {
+  min_barrier_ = std::max(min_barrier_, instance + 1);
+}
+
+void MasterChecker::ReadCompleted(int i, uint64_t began, uint64_t required, uint64_t barrier,
+                                  bool lease) {
+  if (barrier >= required) return;
+  report_("stale read: node " + std::to_string(ids_[i]) + "'s " +
+          (lease ? "lease read" : "read-index read") + " begun at t=" + std::to_string(began) +
+          " returned barrier " + std::to_string(barrier) + " but a write completed before it at instance " +
+          std::to_string(required - 1));
+}
+
 }  // namespace sim
 }  // namespace chorus

@@ -13,6 +13,17 @@
 //     incarnation (checking it where it is given catches a lost promise even
 //     in runs where no second value happens to get chosen).
 // Single-threaded; deterministic.
+//
+// MasterChecker: the oracle of master election (CoreOptions::master_election):
+//   - at most one node holds a valid lease at any virtual instant (the sim
+//     asks every live node's Core::HoldsLease() after every step, with that
+//     node's clock read at the step's virtual time: a lease only starts on an
+//     input, and time alone only ends one, so checking right after each step
+//     sees every overlap; a master transfer is covered by the same check);
+//   - a read is linearizable: the barrier a ReadBarrier reports (every value
+//     chosen before the call is below it) lies beyond the instance of every
+//     write (a proposal reported chosen to its client) that completed before
+//     the read began.
 #ifndef CHORUS_UNITTEST_SIM_CHECKER_H_
 #define CHORUS_UNITTEST_SIM_CHECKER_H_
 
@@ -69,6 +80,37 @@ class SafetyChecker {
   std::set<std::string> proposed_;
   std::map<std::string, uint64_t> chosen_at_;  // data -> instance
   std::map<uint64_t, std::string> global_;     // instance -> key
+};
+
+class MasterChecker {
+ public:
+  using Report = SafetyChecker::Report;
+
+  MasterChecker(std::vector<uint64_t> ids, Report report);
+
+  // After a step at virtual time `now`: `holders` are the indexes of the
+  // nodes that hold a valid lease now.
+  void Leases(uint64_t now, const std::vector<int>& holders);
+  // Node i's TransferMaster(target) (0: step down) returned OK at `now`.
+  void Transferred(int i, uint64_t target, uint64_t now);
+
+  // A write was reported chosen at `instance` to its client.
+  void WriteCompleted(uint64_t instance);
+  // A read begins: returns what its barrier must reach (one past the
+  // largest instance of the writes completed so far; 0 if none).
+  uint64_t ReadBegins() const { return min_barrier_; }
+  // Node i's read, begun at virtual time `began` (when the writes completed
+  // before it required `required`), reported barrier `barrier`. `lease`:
+  // served by a master inside its lease (no message).
+  void ReadCompleted(int i, uint64_t began, uint64_t required, uint64_t barrier, bool lease);
+
+ private:
+  const Report report_;
+  const std::vector<uint64_t> ids_;
+  uint64_t min_barrier_ = 0;
+  int transfer_from_ = -1;            // the last TransferMaster (or step down), if any
+  uint64_t transfer_target_ = 0;
+  uint64_t transfer_at_ = 0;
 };
 
 }  // namespace sim

@@ -1,9 +1,13 @@
 // paxos_sim: runs the seeded cluster simulation over a range of seeds.
 // Prints one line per failing seed with the command that replays it, and ends
-// with exactly one summary line:  seeds=S steps=T faults=F violations=V
+// with counter lines (commit latency percentiles; with --master_election the
+// election, read, forward and transfer counts) and exactly one summary line:
+//   seeds=S steps=T faults=F violations=V
 // Exits non-zero when V > 0.
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <gflags/gflags.h>
 
@@ -20,7 +24,9 @@ DEFINE_string(mutation, "none",
               "accepted_not_recovered, promise_drops_far, promise_drops_last, "
               "promise_drops_chosen, unsynced_writes, ignore_reported_end, adopt_first_only, "
               "adopt_lowest_ballot, fast_path_while_preparing, accept_promise_not_persisted, "
-              "far_chosen_unbounded, round_keeps_first");
+              "far_chosen_unbounded, round_keeps_first; with --master_election: "
+              "lease_ignores_drift, read_before_noop_commit, prepare_ignores_grant, "
+              "no_startup_hold, transfer_keeps_lease");
 DEFINE_bool(verbose, false, "print every event");
 DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
 DEFINE_uint64(window, 0, "acceptance window (>= max_inflight); 0: drawn per seed");
@@ -30,6 +36,13 @@ DEFINE_bool(mixed_options, false,
 DEFINE_uint64(max_round_steps, 4,
               "group commit: core steps a node merges into one round at most (drawn per round "
               "from 1..N); 1: every step executes on its own");
+DEFINE_bool(master_election, false,
+            "master election on every node (lease, heartbeats, forwarding), with reads "
+            "(ReadBarrier), master transfers and step-downs in the workload; implies --clocks");
+DEFINE_bool(clocks, false,
+            "per-node clocks drifting within --drift_ppm, and node pauses (stopped processes)");
+DEFINE_uint64(drift_ppm, 200000,
+              "clock rate drift bound (ppm) of --clocks, also CoreOptions::max_clock_drift_ppm");
 
 int main(int argc, char** argv) {
   chorus::ParseProgramFlags("paxos_sim [--nodes=N --seeds=S --steps=K --mutation=NAME ...]: runs "
@@ -64,9 +77,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.max_round_steps = FLAGS_max_round_steps;
+  if (FLAGS_drift_ppm >= 500000) {
+    std::fprintf(stderr, "--drift_ppm must be < 500000\n");
+    return 2;
+  }
+  o.master_election = FLAGS_master_election;
+  o.clocks = FLAGS_clocks;
+  o.drift_ppm = FLAGS_drift_ppm;
   unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
                      crashes = 0, behind = 0, truncated = 0, merged = 0,
-                     catchup_reads = 0;
+                     catchup_reads = 0, pauses = 0, elections = 0, lease_reads = 0,
+                     read_index_reads = 0, reads_busy = 0, forwards = 0, transfers = 0,
+                     timeouts = 0;
+  std::vector<uint64_t> latency;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
     o.seed = seed;
     chorus::sim::SimResult r = chorus::sim::RunSim(o);
@@ -80,11 +103,21 @@ int main(int argc, char** argv) {
     truncated += r.truncated;
     merged += r.merged_rounds;
     catchup_reads += r.catchup_reads;
+    pauses += r.pauses;
+    elections += r.elections;
+    lease_reads += r.lease_reads;
+    read_index_reads += r.read_index_reads;
+    reads_busy += r.reads_busy;
+    forwards += r.forwards;
+    transfers += r.transfers;
+    timeouts += r.timeouts;
+    latency.insert(latency.end(), r.commit_latency_ms.begin(), r.commit_latency_ms.end());
     if (r.violation) {
       violations++;
       std::printf("seed %llu FAILED: %s\n  replay: paxos_sim --first_seed=%llu --seeds=1 "
                   "--steps=%llu --nodes=%d --max_inflight=%llu --window=%llu "
-                  "--promise_budget_bytes=%llu --max_round_steps=%llu --mutation=%s%s --verbose\n",
+                  "--promise_budget_bytes=%llu --max_round_steps=%llu --mutation=%s%s%s%s "
+                  "--drift_ppm=%llu --verbose\n",
                   static_cast<unsigned long long>(seed), r.what.c_str(),
                   static_cast<unsigned long long>(seed),
                   static_cast<unsigned long long>(FLAGS_steps), FLAGS_nodes,
@@ -92,12 +125,30 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(FLAGS_window),
                   static_cast<unsigned long long>(FLAGS_promise_budget_bytes),
                   static_cast<unsigned long long>(FLAGS_max_round_steps), FLAGS_mutation.c_str(),
-                  FLAGS_mixed_options ? " --mixed_options" : "");
+                  FLAGS_mixed_options ? " --mixed_options" : "",
+                  FLAGS_master_election ? " --master_election" : "",
+                  FLAGS_clocks ? " --clocks" : "",
+                  static_cast<unsigned long long>(FLAGS_drift_ppm));
     }
   }
   std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu accepts_behind=%llu "
               "truncated_promises=%llu merged_rounds=%llu catchup_reads=%llu\n",
               chosen, proposals, ok, crashes, behind, truncated, merged, catchup_reads);
+  // Commit latency: virtual ms from Propose to the client's result, over
+  // every proposal reported chosen in every seed.
+  std::sort(latency.begin(), latency.end());
+  auto percentile = [&latency](size_t p) -> unsigned long long {
+    return latency.empty() ? 0 : latency[std::min(latency.size() - 1, latency.size() * p / 100)];
+  };
+  std::printf("commit_latency_ms p50=%llu p99=%llu max=%llu\n", percentile(50), percentile(99),
+              latency.empty() ? 0ULL : static_cast<unsigned long long>(latency.back()));
+  if (o.clocks || o.master_election) std::printf("pauses=%llu\n", pauses);
+  if (o.master_election) {
+    std::printf("elections=%llu lease_reads=%llu read_index_reads=%llu reads_busy=%llu "
+                "forwards=%llu transfers=%llu proposal_timeouts=%llu\n",
+                elections, lease_reads, read_index_reads, reads_busy, forwards, transfers,
+                timeouts);
+  }
   std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
               static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);
   return violations > 0 ? 1 : 0;

@@ -32,6 +32,25 @@
 // start. After the fault phase the network heals, every node
 // restarts, and within a bounded virtual time every pending proposal must
 // finish and every node must reach the same chosen_end (liveness).
+//
+// --clocks (and --master_election, which implies it): each node has its own
+// monotonic clock (clock.h), drifting within the bound; the core gets it
+// (Core::SetNow) before every input, and its timers fire by it. Nodes pause
+// (a stopped process: inputs wait, its clock runs on) for about a lease, and
+// single links are cut both ways for a while (a partition that is not
+// transitive). --master_election turns CoreOptions::master_election on for
+// every node: proposals on random nodes are forwarded to the master (a
+// proposal unfinished 5 s after its Propose is cancelled, as the runtime's
+// deadline does: outcome unknown), reads (Core::ReadBarrier) on random
+// nodes, the master transfers its mastership or steps down now and then,
+// a lease holder pauses right after a heartbeat ack renewed its lease, and
+// acceptors crash (and restart within ms) right after granting a lease,
+// sometimes. Checked after every step on top of the above (checker.h
+// MasterChecker): at most one node holds a valid lease (each evaluated at
+// its own clock's time), every read's barrier is beyond every write reported
+// to its client before the read began, and a lease holder can transfer its
+// mastership; at the end, every read is reported and some node holds the
+// lease.
 #ifndef CHORUS_UNITTEST_SIM_SIM_H_
 #define CHORUS_UNITTEST_SIM_SIM_H_
 
@@ -68,6 +87,26 @@ struct SimOptions {
   // steps (the number is drawn per round in [1, max_round_steps]). 1: every
   // step executes on its own. REQUIRES >= 1.
   size_t max_round_steps = 4;
+  // Master election (CoreOptions::master_election) on every node, with the
+  // lease, heartbeat and election timeouts scaled to the simulation's time
+  // (sim.cc: kLeaseMs...); proposals are forwarded to the master, and the
+  // workload adds reads (ReadBarrier), master transfers and step-downs.
+  // Implies `clocks`.
+  bool master_election = false;
+  // Per-node clocks: each node's monotonic clock runs at its own rate, drawn
+  // per node per seed within 1 +- drift_ppm / 1e6 (half the seeds: one node
+  // slow at the bound, all others fast at it; the other half: three nodes in
+  // four at the bound either way), from its own offset; the core gets it
+  // (Core::SetNow) before every input, and a timer the core starts for d ms
+  // fires when that node's clock advanced by d. Nodes also pause (a stopped
+  // process: no input, its messages queue, its clock runs on) for about a
+  // lease, now and then, and single links are cut both ways for a while.
+  // Off (and master_election off): one perfect clock, no pauses (the runs of
+  // the plain protocol are those of before).
+  bool clocks = false;
+  // The drift bound of `clocks`; also every node's CoreOptions::
+  // max_clock_drift_ppm. REQUIRES < 500000.
+  uint64_t drift_ppm = 200000;
   bool verbose = false;  // print every event to stdout
 };
 
@@ -85,6 +124,18 @@ struct SimResult {
   uint64_t truncated = 0;     // PROMISEs truncated by the byte budget
   uint64_t merged_rounds = 0;  // rounds executed that merged two or more steps
   uint64_t catchup_reads = 0;  // catch-up reads (CatchupRead) served from a node's log
+  uint64_t pauses = 0;         // node pauses (clocks)
+  // Master election (master_election):
+  uint64_t elections = 0;         // a node became a ready master
+  uint64_t lease_reads = 0;       // reads a master served inside its lease
+  uint64_t read_index_reads = 0;  // reads a follower served with a read index
+  uint64_t reads_busy = 0;        // reads refused (no master known / not ready)
+  uint64_t forwards = 0;          // proposals forwarded to the master
+  uint64_t transfers = 0;         // TransferMaster / step-down calls that returned OK
+  uint64_t timeouts = 0;          // proposals cancelled at their deadline (outcome unknown)
+  // Virtual ms from Propose to the client's result, per proposal reported
+  // chosen (in completion order).
+  std::vector<uint64_t> commit_latency_ms;
 };
 
 SimResult RunSim(const SimOptions& options);
