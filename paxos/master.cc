@@ -295,7 +295,26 @@ void Master::OnHeartbeatAck(const PaxosMsg& msg) {
 
 void Master::OnHigherBallot(const Ballot& b) {
   if (!enabled() || !is_master_) return;
-  if (b > ballot_ && b.node_id != ctx_->options().self) StepDown();
+  if (b <= ballot_ || b.node_id == ctx_->options().self) return;
+  if (!released_ && ctx_->now() < lease_until_) {
+    // Node F1: inside our lease a higher ballot of another node is a stale
+    // promise (a node that campaigned unheard, e.g. right after its
+    // restart, promised its own ballot), never a rival with a majority:
+    // every acceptor of the majority whose acks gave us the lease granted
+    // us with promised <= our ballot, and refuses every other node's
+    // PREPARE until its grant ends, after our lease (master.h). So no other
+    // ballot can have a majority of promises, nor get a value chosen,
+    // before lease_until_. Nothing about the lease or readiness depends on
+    // our ballot number: we keep both (no flapping IsMaster / lease gap),
+    // and run phase 1 again above the promise (as the holder of our grants
+    // we may), so that acceptor takes our ACCEPTs and heartbeats again.
+    // The epoch moves up with the new ballot; the master does not change.
+    // Out of our lease (or released) a real rival may exist: step down.
+    proposer_->NoteBallot(b);
+    proposer_->Campaign();
+    return;
+  }
+  StepDown();
 }
 
 void Master::StepDown() {
