@@ -136,7 +136,10 @@ bool Master::RefusePrepare(const PaxosMsg& msg) {
   reply.set_instance(msg.instance());
   *reply.mutable_ballot() = msg.ballot();
   acceptor_->promised().ToPb(reply.mutable_promised());
-  reply.set_lease_holder(grant || GrantLive() ? grant_holder_ : kUnknownHolder);
+  // A hold refusal of the grant's own holder does not name it (sim F2 read
+  // "lease_holder = the sender" as a lease refusal): only another node's
+  // live grant is named; the hold says kUnknownHolder.
+  reply.set_lease_holder(grant ? grant_holder_ : kUnknownHolder);
   ctx_->stats()->prepares_refused++;
   ctx_->Send(msg.from(), &reply);
   return true;
