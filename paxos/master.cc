@@ -562,7 +562,14 @@ Status Master::Transfer(uint64_t target) {
     // phase 1 before our lease would have ended) leaves only after it.
     StepDown();
   }
-  no_campaign_until_ = ctx_->now() + ctx_->options().election_timeout_ms;
+  // Not campaigning for a while lets another node take over. A transfer's
+  // target campaigns at once; after a step-down the others campaign on
+  // their election timers, which fire within election_timeout_ms +
+  // election_jitter_ms of any instant, so wait past that (twice the
+  // timeout): otherwise this node often won its own step-down back.
+  const CoreOptions& o = ctx_->options();
+  no_campaign_until_ = ctx_->now() + (target == 0 ? 2 * o.election_timeout_ms + o.election_jitter_ms
+                                                  : o.election_timeout_ms);
   proposer_->Yield();
   PaxosMsg msg;
   msg.set_type(RELEASE);

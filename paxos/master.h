@@ -103,6 +103,8 @@
 //                                                            ballot, RELEASE(t, b) to all;
 //                                                            no campaign for
 //                                                            election_timeout_ms
+//                                                            (t = 0, step down:
+//                                                            2 x timeout + jitter)
 #ifndef CHORUS_PAXOS_MASTER_H_
 #define CHORUS_PAXOS_MASTER_H_
 

@@ -499,9 +499,9 @@ TEST(NodeMasterTest, StepDownEndsTheMastershipAndTheGroupElectsAgain) {
   auto events = c.changes(m)->events();
   ASSERT_GT(events.size(), reported);
   EXPECT_FALSE(events[reported]);
-  // A master of a new epoch is elected. (Usually another node: the old one
-  // does not campaign for election_timeout_ms. It may win a later election,
-  // see /work/node-findings.md F2, so which node it is is not asserted.)
+  // A master of a new epoch is elected. (Another node, unless the others
+  // are slow to campaign: the old one waits 2 x election_timeout_ms +
+  // election_jitter_ms first. That is timing, so it is not asserted.)
   int next = -1;
   ASSERT_TRUE(WaitUntil(
       [&] {
