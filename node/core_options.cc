@@ -26,6 +26,13 @@ paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
   c.max_value_bytes = std::max(o.max_value_bytes, o.batch_max_bytes) +
                       kBatchEntryOverheadBytes * static_cast<size_t>(std::max(o.batch_max_count, 1)) +
                       64;
+  c.master_election = o.master_election;
+  c.lease_ms = static_cast<uint64_t>(std::max(o.lease_ms, 1));
+  c.heartbeat_interval_ms = static_cast<uint64_t>(std::max(o.heartbeat_interval_ms, 1));
+  c.election_timeout_ms = static_cast<uint64_t>(std::max(o.election_timeout_ms, 1));
+  c.election_jitter_ms = static_cast<uint64_t>(std::max(o.election_jitter_ms, 0));
+  c.max_clock_drift_ppm = static_cast<uint64_t>(std::max(o.max_clock_drift_ppm, 0));
+  c.forward_to_master = o.forward_to_master;
   return c;
 }
 

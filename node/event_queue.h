@@ -15,6 +15,7 @@
 namespace chorus {
 
 struct ProposalRequest;
+struct CallWaiter;
 
 struct Event {
   enum class Kind : uint8_t {
@@ -24,9 +25,13 @@ struct Event {
     kDeadline,    // token: a proposal's deadline passed
     kFlushBatch,    // the batch delay passed: send the pending batch
     kBacklogCheck,  // the oldest waiting proposal may have expired
+    kReadBarrier,   // call: a ReadBarrier caller
+    kTransfer,      // call, token = target (0: step down): TransferMaster / StepDown
+    kBarrierDeadline,  // token: a read barrier's deadline passed
   };
   Kind kind = Kind::kMessage;
   std::shared_ptr<ProposalRequest> request;
+  std::shared_ptr<CallWaiter> call;  // kReadBarrier, kTransfer
   std::string bytes;
   uint64_t from = 0;  // kMessage: the sender the transport verified
   paxos::TimerId timer;

@@ -39,7 +39,8 @@ Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> lo
       proposal_id_base_(MixBits(env.runtime->CoreSeed(index)) ^ env.options->self.id()),
       queue_(std::make_shared<EventQueue>()),
       batch_(env.options, env.runtime, queue_),
-      timers_(std::make_unique<GroupTimers>(env.runtime, queue_)) {
+      timers_(std::make_unique<GroupTimers>(env.runtime, queue_)),
+      master_(env.options, index, timers_.get()) {
   for (StateMachine* sm : state_machines) state_machines_[sm->id()] = sm;
   for (const NodeInfo& n : env.options->nodes) {
     if (n.id() != env.options->self.id()) peers_.push_back(n.id());
@@ -92,8 +93,19 @@ Status Group::Replay() {
   return Status::OK();
 }
 
+void Group::SetCoreNow() {
+  // Only master election reads the time: without it, no clock read per input.
+  if (!env_.options->master_election) return;
+  // The monotonic clock (steady_clock, or the test hook's): never the wall
+  // clock, and never decreasing, as Core::SetNow requires.
+  const auto now = env_.runtime->Now().time_since_epoch();
+  core_->SetNow(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()));
+}
+
 Status Group::Start() {
   paxos::Outputs out;
+  SetCoreNow();
   core_->Start(&out);
   round_.Add(&out);
   try {
@@ -113,8 +125,10 @@ void Group::Stop() {
   const Status stopped = Status::Stopped("the node is stopping");
   for (Event& e : dropped) {
     if (e.kind == Event::Kind::kPropose && e.request) AnswerAll(e.request.get(), stopped);
+    if (e.call) AnswerCall(e.call.get(), stopped);
   }
   if (admission_) admission_->FailAll(stopped);
+  master_.FailAll(stopped);
   if (auto pending = batch_.Close()) AnswerAll(pending.get(), stopped);
   timers_->CancelAll();
 }
@@ -249,7 +263,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   if (!s.ok()) return s;
   if (instance_id != nullptr) *instance_id = waiter->instance;
   if (batch_index != nullptr) *batch_index = waiter->batch_index;
-  return waiter->status;
+  return master_.WithMasterAddress(waiter->status);
 }
 
 void Group::Loop() {
@@ -271,6 +285,7 @@ void Group::RunRounds() {
   do {
     ExecuteRound();
     // Proposals that ended this round made room: start waiting ones.
+    SetCoreNow();
     admission_->Drain();
   } while (!round_.empty());
 }
@@ -278,6 +293,7 @@ void Group::RunRounds() {
 void Group::HandleEvent(Event* event, paxos::Outputs* step) {
   step->Clear();
   if (event->timer_seq != 0 && !timers_->OnFired(event->timer_seq)) return;  // cancelled
+  SetCoreNow();
   switch (event->kind) {
     case Event::Kind::kPropose:
       HandlePropose(event->request, step);
@@ -297,6 +313,15 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
       break;
     case Event::Kind::kBacklogCheck:
       admission_->OnBacklogTimer();  // merges into the round itself
+      break;
+    case Event::Kind::kReadBarrier:
+      HandleReadBarrier(event->call, step);
+      break;
+    case Event::Kind::kTransfer:
+      HandleTransfer(event->call, event->token, step);
+      break;
+    case Event::Kind::kBarrierDeadline:
+      master_.OnBarrierDeadline(event->token);
       break;
   }
 }
@@ -334,6 +359,8 @@ void Group::ExecuteRound() {
       SendMessage(m.to, m.bytes);
     }
   }
+  // Transfers whose hand-over this round sent.
+  master_.AnswerSent();
   // 2b. Catch-up reads go to the reader thread, so this loop never waits on
   // them; only now, after the persist: they may cover this round's records.
   // A full reader drops (and counts) the read; the asker asks again.
@@ -343,6 +370,13 @@ void Group::ExecuteRound() {
   // 3. Apply, then answer the proposers whose values are executed.
   for (const paxos::ChosenValue& c : round.chosen) Apply(c);
   for (const paxos::ProposalResult& f : round.finished) Finish(f);
+  // 3b. Read barriers: each waits until the state machines executed every
+  // instance below its read point (this round's applies included).
+  const uint64_t executed = next_execute_.load(std::memory_order_relaxed);
+  for (const auto& b : round.barriers) {
+    master_.OnBarrierResult(b.token, b.instance, b.status, executed);
+  }
+  if (!round.chosen.empty()) master_.OnExecuted(executed);
   // 4. Timers.
   for (const paxos::TimerId& t : round.cancel_timers) timers_->CancelCore(t);
   for (const paxos::TimerStart& t : round.timers) timers_->StartCore(t);
@@ -350,6 +384,85 @@ void Group::ExecuteRound() {
     Halt(Status::Corruption("group " + std::to_string(index_) +
                             " halted: the paxos log disagrees with a peer's (checksum mismatch)"));
   }
+  UpdateMaster();
+}
+
+void Group::UpdateMaster() {
+  if (!env_.options->master_election) return;
+  const paxos::MasterView view = core_->master();
+  MasterSnapshot m;
+  m.node = view.node;
+  m.epoch_number = view.epoch.number;
+  m.epoch_node = view.epoch.node_id;
+  m.self_ready = view.node == env_.options->self.id() && view.self_ready;
+  m.holds_lease = m.self_ready && core_->HoldsLease();
+  // On the master, its own chosen end is the master's.
+  m.master_chosen_end = m.self_ready ? core_->chosen_end() : view.master_chosen_end;
+  if (m.node == 0) m.master_chosen_end = 0;
+  master_.Update(m);
+}
+
+Status Group::Call(Event event, int timeout_ms, uint64_t* instance) {
+  if (stopped_.load(std::memory_order_acquire)) return Status::Stopped("the node is stopping");
+  if (std::this_thread::get_id() == loop_thread_id_.load(std::memory_order_acquire)) {
+    return Status::InvalidArgument("called from inside Execute (or on_master_change) of group " +
+                                   std::to_string(index_) + ": it would wait for itself");
+  }
+  auto call = std::make_shared<CallWaiter>();
+  Status s = env_.notifier_pool->Get(&call->notifier);
+  if (!s.ok()) return s;
+  call->ticket = call->notifier->Prepare();
+  event.call = call;
+  if (!queue_->Push(std::move(event))) return Status::Stopped("the node is stopping");
+  int ignored = 0;
+  const auto limit = std::chrono::milliseconds(timeout_ms) + kAnswerGrace;
+  s = call->notifier->WaitFor(
+      std::chrono::duration_cast<std::chrono::microseconds>(limit).count(), &ignored);
+  if (s.IsTimeout()) {
+    // The loop is stuck: it answers a stale ticket later, and nobody reads it.
+    return Status::Timeout("no answer from group " + std::to_string(index_) + " in time");
+  }
+  if (!s.ok()) return s;
+  if (instance != nullptr) *instance = call->instance;
+  return call->status;
+}
+
+Status Group::ReadBarrier(uint64_t* instance) {
+  if (instance != nullptr) *instance = 0;
+  Event event;
+  event.kind = Event::Kind::kReadBarrier;
+  return Call(std::move(event), env_.options->propose_timeout_ms, instance);
+}
+
+Status Group::TransferMaster(uint64_t target) {
+  Event event;
+  event.kind = Event::Kind::kTransfer;
+  event.token = target;
+  Status s = Call(std::move(event), env_.options->propose_timeout_ms, nullptr);
+  return master_.WithMasterAddress(s);
+}
+
+void Group::HandleReadBarrier(const std::shared_ptr<CallWaiter>& call, paxos::Outputs* step) {
+  if (!halted_.ok()) {
+    AnswerCall(call.get(), halted_);
+    return;
+  }
+  const uint64_t token = master_.AddBarrier(call, env_.options->propose_timeout_ms);
+  core_->ReadBarrier(token, step);  // the answer comes as step->barriers, now or later
+}
+
+void Group::HandleTransfer(const std::shared_ptr<CallWaiter>& call, uint64_t target,
+                           paxos::Outputs* step) {
+  if (!halted_.ok()) {
+    AnswerCall(call.get(), halted_);
+    return;
+  }
+  Status s = core_->TransferMaster(target, step);
+  if (!s.ok()) {
+    AnswerCall(call.get(), s);
+    return;
+  }
+  master_.AddSentWaiter(call);  // answered once this round's sends went out
 }
 
 void Group::SendMessage(uint64_t to, const std::string& bytes) {
@@ -447,6 +560,7 @@ void Group::Halt(const Status& why) {
     health_ = why;
   }
   admission_->FailAll(why);
+  master_.FailAll(why);
 }
 
 }  // namespace chorus

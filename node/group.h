@@ -34,6 +34,7 @@
 #include "node/admission.h"
 #include "node/catchup_reader.h"
 #include "node/event_queue.h"
+#include "node/group_master.h"
 #include "node/group_timers.h"
 #include "node/proposal.h"
 #include "node/propose_batch.h"
@@ -88,8 +89,17 @@ class Group {
   Status Propose(const std::string& value, ExecuteContext* ctx, bool batch,
                  uint64_t* instance_id, uint32_t* batch_index);
 
+  // Thread-safe. See Node::ReadBarrier, TransferMaster (target 0: StepDown).
+  // REQUIRES: Options::master_election (the node checks it).
+  Status ReadBarrier(uint64_t* instance);
+  Status TransferMaster(uint64_t target);
+
   // Thread-safe queries.
   uint64_t now_instance_id() const { return next_execute_.load(std::memory_order_acquire); }
+  // The master as of the loop's latest round (all zero with master_election off).
+  MasterSnapshot master() const { return master_.snapshot(); }
+  // NotMaster with the master's address, for a NotMaster of the core.
+  Status WithMasterAddress(const Status& s) const { return master_.WithMasterAddress(s); }
   uint64_t min_chosen_instance_id() const;
   // The core's counters. Loop thread only, or once Stop() returned.
   const paxos::CoreStats& core_stats() const { return core_->stats(); }
@@ -128,6 +138,16 @@ class Group {
   void Finish(const paxos::ProposalResult& result);
   void Halt(const Status& why);
   void SendMessage(uint64_t to, const std::string& bytes);
+  // Hands the core the current time (monotonic ms): before every core input.
+  void SetCoreNow();
+  // Posts a call (kReadBarrier / kTransfer) and waits for the loop's answer
+  // for up to timeout_ms plus a grace period.
+  Status Call(Event event, int timeout_ms, uint64_t* instance);
+  void HandleReadBarrier(const std::shared_ptr<CallWaiter>& call, paxos::Outputs* step);
+  void HandleTransfer(const std::shared_ptr<CallWaiter>& call, uint64_t target,
+                      paxos::Outputs* step);
+  // After a round: the master snapshot and the callback (master_election only).
+  void UpdateMaster();
 
   const GroupEnv env_;
   const uint32_t index_;
@@ -162,6 +182,9 @@ class Group {
   // ---- Loop thread only ----
   std::unique_ptr<GroupTimers> timers_;
   paxos::Round round_;  // the current round: the steps since the last ExecuteRound
+  // The master snapshot (thread-safe), read barriers and transfers (loop
+  // only): see group_master.h. After timers_, which it uses.
+  GroupMaster master_;
   // Which proposals are in the core, which wait; made by Open once the core exists.
   std::unique_ptr<Admission> admission_;
   // Non-ok once the group halted (log write failed, checksum mismatch): it

@@ -196,6 +196,98 @@ Status NodeImpl::GetGroupStatus(uint32_t group) const {
   return g->health();
 }
 
+Status NodeImpl::GetGroupStatus(uint32_t group, GroupStatus* status) const {
+  ActiveCall call(const_cast<NodeImpl*>(this));
+  if (call.destroying()) return Status::Stopped("the node is being destroyed");
+  Group* g = FindGroup(group);
+  if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
+  const MasterSnapshot m = g->master();
+  GroupStatus out;
+  out.executed = g->now_instance_id();
+  out.master_node = m.node;
+  out.master_chosen_end = m.master_chosen_end;
+  out.caught_up = m.node != 0 && out.executed >= m.master_chosen_end;
+  if (status != nullptr) *status = out;
+  return Status::OK();
+}
+
+Status NodeImpl::MasterGroup(const ActiveCall& call, uint32_t group, bool refuse_when_stopping,
+                             Group** out) const {
+  if (call.destroying()) return Status::Stopped("the node is being destroyed");
+  Group* g = FindGroup(group);
+  if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
+  if (!options_.master_election) {
+    return Status::NotSupported("master_election is off (Options::master_election)");
+  }
+  if (refuse_when_stopping && call.stopping()) return Status::Stopped("the node is stopping");
+  *out = g;
+  return Status::OK();
+}
+
+Status NodeImpl::GetMaster(uint32_t group, MasterInfo* info) const {
+  ActiveCall call(const_cast<NodeImpl*>(this));
+  Group* g = nullptr;
+  Status s = MasterGroup(call, group, /*refuse_when_stopping=*/false, &g);
+  if (!s.ok()) return s;
+  const MasterSnapshot m = g->master();
+  const NodeInfo* node = nullptr;
+  for (const NodeInfo& n : options_.nodes) {
+    if (n.id() == m.node) node = &n;
+  }
+  if (m.node == 0 || node == nullptr) {
+    return Status::NotFound("group " + std::to_string(group) + " has no master known here");
+  }
+  if (info != nullptr) {
+    info->node = *node;
+    info->epoch_number = m.epoch_number;
+    info->epoch_node = m.epoch_node;
+    info->known = true;
+  }
+  return Status::OK();
+}
+
+bool NodeImpl::IsMaster(uint32_t group) const {
+  ActiveCall call(const_cast<NodeImpl*>(this));
+  Group* g = nullptr;
+  if (!MasterGroup(call, group, /*refuse_when_stopping=*/false, &g).ok()) return false;
+  const MasterSnapshot m = g->master();
+  return m.is_master(options_.self.id()) && m.holds_lease;
+}
+
+Status NodeImpl::ReadBarrier(uint32_t group, uint64_t* instance) {
+  if (instance != nullptr) *instance = 0;
+  ActiveCall call(this);
+  Group* g = nullptr;
+  Status s = MasterGroup(call, group, /*refuse_when_stopping=*/true, &g);
+  if (!s.ok()) return s;
+  return g->ReadBarrier(instance);
+}
+
+Status NodeImpl::Transfer(uint32_t group, uint64_t target) {
+  ActiveCall call(this);
+  Group* g = nullptr;
+  Status s = MasterGroup(call, group, /*refuse_when_stopping=*/true, &g);
+  if (!s.ok()) return s;
+  return g->TransferMaster(target);
+}
+
+Status NodeImpl::TransferMaster(uint32_t group, uint64_t node_id) {
+  bool member = false;
+  for (const NodeInfo& n : options_.nodes) member = member || n.id() == node_id;
+  if (!member) {
+    // The other checks (group, master_election) come first, as for every call.
+    ActiveCall call(this);
+    Group* g = nullptr;
+    Status s = MasterGroup(call, group, /*refuse_when_stopping=*/false, &g);
+    if (!s.ok()) return s;
+    return Status::InvalidArgument("TransferMaster: node " + std::to_string(node_id) +
+                                   " is not a member");
+  }
+  return Transfer(group, node_id);
+}
+
+Status NodeImpl::StepDown(uint32_t group) { return Transfer(group, 0); }
+
 void NodeImpl::Stop() {
   std::lock_guard<std::mutex> lock(stop_mu_);
   if (stopped_) return;

@@ -40,6 +40,12 @@ class NodeImpl : public Node {
   uint64_t GetMinChosenInstanceId(uint32_t group) const override;
   uint64_t node_id() const override { return options_.self.id(); }
   Status GetGroupStatus(uint32_t group) const override;
+  Status GetGroupStatus(uint32_t group, GroupStatus* status) const override;
+  Status GetMaster(uint32_t group, MasterInfo* info) const override;
+  bool IsMaster(uint32_t group) const override;
+  Status ReadBarrier(uint32_t group, uint64_t* instance) override;
+  Status TransferMaster(uint32_t group, uint64_t node_id) override;
+  Status StepDown(uint32_t group) override;
   void Stop() override;
 
   // The protocol counters of `group`. REQUIRES: a valid group, and Stop()
@@ -63,6 +69,13 @@ class NodeImpl : public Node {
   Status OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log);
   void OnMessage(uint64_t from, std::string message);
   Group* FindGroup(uint32_t group) const;
+  class ActiveCall;
+  // The group of a master call, or the Status to return: InvalidArgument (bad
+  // group), NotSupported (master_election off), Stopped (stopping, when
+  // `refuse_when_stopping`) or the destructor running.
+  Status MasterGroup(const ActiveCall& call, uint32_t group, bool refuse_when_stopping,
+                     Group** out) const;
+  Status Transfer(uint32_t group, uint64_t target);
 
   const Options options_;
   const RuntimeEnv runtime_;  // clock, timers and seeds of every group
@@ -79,7 +92,6 @@ class NodeImpl : public Node {
   // .cc). The destructor waits for them to leave before the groups are
   // freed: a proposer woken by Stop may still be on its way out of
   // Group::Propose.
-  class ActiveCall;
   std::atomic<int> active_calls_{0};
   std::atomic<bool> stopping_{false};    // set by Stop(): proposals are refused
   std::atomic<bool> destroying_{false};  // set by the destructor: no group is touched

@@ -34,6 +34,33 @@ Status CheckPositive(const char* name, long long value) {
   if (value <= 0) return Invalid(std::string(name) + " must be > 0, got " + std::to_string(value));
   return Status::OK();
 }
+// The master election fields (checked whether master_election is on or
+// not: a setting that is wrong now must not surface only when it is turned on).
+Status ValidateMasterOptions(const Options& o) {
+  Status s;
+  if (!(s = CheckPositive("lease_ms", o.lease_ms)).ok()) return s;
+  if (!(s = CheckPositive("heartbeat_interval_ms", o.heartbeat_interval_ms)).ok()) return s;
+  if (!(s = CheckPositive("election_timeout_ms", o.election_timeout_ms)).ok()) return s;
+  // Twice the interval below the lease: one lost heartbeat does not end it.
+  if (2LL * o.heartbeat_interval_ms >= o.lease_ms) {
+    return Invalid("heartbeat_interval_ms (" + std::to_string(o.heartbeat_interval_ms) +
+                   ") must be below lease_ms / 2 (lease_ms is " + std::to_string(o.lease_ms) +
+                   "), so that a lease outlives one lost heartbeat");
+  }
+  if (o.election_timeout_ms < o.lease_ms) {
+    return Invalid("election_timeout_ms (" + std::to_string(o.election_timeout_ms) +
+                   ") must be >= lease_ms (" + std::to_string(o.lease_ms) +
+                   "): acceptors refuse an election while the old master's lease holds");
+  }
+  if (o.election_jitter_ms < 0) {
+    return Invalid("election_jitter_ms must be >= 0, got " + std::to_string(o.election_jitter_ms));
+  }
+  if (o.max_clock_drift_ppm < 0 || o.max_clock_drift_ppm >= 500000) {
+    return Invalid("max_clock_drift_ppm must be in [0, 500000), got " +
+                   std::to_string(o.max_clock_drift_ppm));
+  }
+  return Status::OK();
+}
 }  // namespace
 
 Status ValidateNodeOptions(const Options& o) {
@@ -72,6 +99,7 @@ Status ValidateNodeOptions(const Options& o) {
     return Invalid("batch_delay_ms must be >= 0 and below propose_timeout_ms, got " +
                    std::to_string(o.batch_delay_ms));
   }
+  if (!(s = ValidateMasterOptions(o)).ok()) return s;
   if (o.max_inbound_queue_bytes < o.max_frame_bytes) {
     return Invalid("max_inbound_queue_bytes (" + std::to_string(o.max_inbound_queue_bytes) +
                    ") must be at least max_frame_bytes (" + std::to_string(o.max_frame_bytes) + ")");

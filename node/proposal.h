@@ -99,6 +99,29 @@ struct ProposalRequest {
 Status CheckNotStarted(const ProposalRequest& request, std::chrono::steady_clock::time_point now,
                        std::chrono::milliseconds max_queue_wait, uint32_t group);
 
+// A caller of ReadBarrier / TransferMaster / StepDown waiting for the loop,
+// with the same hand-over as ProposalWaiter: the caller sets notifier and
+// ticket before posting; the loop fills the result and then Send()s, once.
+// A caller that gave up (its wait timed out) reads nothing.
+struct CallWaiter {
+  Notifier* notifier = nullptr;
+  uint64_t ticket = 0;
+  // Written by the loop only, before Send(ticket).
+  Status status;
+  uint64_t instance = 0;   // ReadBarrier: the read point
+  bool answered = false;   // loop-private: Send was called
+};
+
+// Loop thread only (or Stop, once the loop is joined). Answers `waiter`
+// unless it was answered already.
+inline void AnswerCall(CallWaiter* waiter, const Status& status, uint64_t instance = 0) {
+  if (waiter->answered) return;
+  waiter->answered = true;
+  waiter->status = status;
+  waiter->instance = instance;
+  waiter->notifier->Send(waiter->ticket, 0);
+}
+
 // Loop thread only. Answers every waiter of `request` not answered yet.
 inline void AnswerAll(ProposalRequest* request, const Status& status) {
   for (const auto& w : request->waiters) Answer(w.get(), status);

@@ -6,6 +6,7 @@
 #include "utils/check.h"
 #include "utils/coding.h"
 #include "paxos/learner.h"
+#include "paxos/master.h"
 #include "paxos/proposer.h"
 #include "paxos/value.h"
 
@@ -423,6 +424,24 @@ void Core::Dispatch(const PaxosMsg& msg) {
       break;
   }
 }
+
+void Core::SetNow(uint64_t now_ms) { ctx_.set_now(now_ms); }
+
+void Core::ReadBarrier(uint64_t token, Outputs* out) {
+  ctx_.BeginStep(out);
+  out->barriers.push_back({token, 0, Status::NotSupported("master election is off")});
+  Finish();
+}
+
+Status Core::TransferMaster(uint64_t target, Outputs* out) {
+  (void)target;
+  ctx_.BeginStep(out);
+  Finish();
+  return Status::NotSupported("master election is off");
+}
+
+MasterView Core::master() const { return MasterView(); }
+bool Core::HoldsLease() const { return false; }
 
 uint64_t Core::chosen_end() const { return learner_->chosen_end(); }
 bool Core::halted() const { return learner_->halted(); }

@@ -8,7 +8,9 @@
 // Proposer (proposer.h: phase 1 / phase 2 with a majority, adoption of
 // accepted values, randomised backoff, pipelining, the phase-1-skipping fast
 // path), Learner (learner.h: chosen notices, catch-up, chained checksums,
-// in-order delivery).
+// in-order delivery), Master (master.h: election, the acceptors' lease
+// grants, heartbeats, read barriers, forwarding and transfer; only with
+// CoreOptions::master_election).
 //
 // How a runtime drives a Core
 // ---------------------------
@@ -17,7 +19,8 @@
 //   Outputs out;
 //   core->Start(&out);  Execute(out);             // arms the learn timer
 //   loop: for each input (a Propose, a message from the transport, a timer
-//   firing, a Cancel) call the matching method with a fresh `out`, then
+//   firing, a Cancel, a ReadBarrier, a TransferMaster) call SetNow(monotonic
+//   ms) and then the matching method with a fresh `out`, then
 //   Execute(out) before feeding the next input. Or (group commit) add each
 //   step's `out` to a Round (round.h) and Execute the merged round after
 //   several inputs: the core's state may run ahead of what is executed.
@@ -33,7 +36,8 @@
 //      then send its reply to read.peer): after step 1 returned, on any
 //      thread, in any order with the sends; or drop it (best effort too);
 //   3. apply out.chosen to the state machines in order, then wake the
-//      waiters of out.finished;
+//      waiters of out.finished and out.barriers; report out.master when
+//      out.master_changed;
 //   4. start out.timers (call OnTimeout(id) after delay_ms on a monotonic
 //      clock) and optionally cancel out.cancel_timers.
 //   out.errors are reports (log them); they need no action.
@@ -74,6 +78,7 @@ namespace paxos {
 
 class Acceptor;
 class Learner;
+class Master;
 class Proposer;
 
 // Name of the LogStorage variable that holds the largest acceptance window
@@ -98,6 +103,15 @@ struct CoreStats {
   uint64_t behind_resends = 0;    // ACCEPTs re-sent to an acceptor that caught up
   uint64_t beyond_window = 0;     // chosen values the learner ignored: beyond its window
   uint64_t truncated_promises = 0;  // PROMISEs sent that hit promise_budget_bytes
+  // Master election (zero when it is off).
+  uint64_t elections_started = 0;    // phase 1 begun by the election timer or a RELEASE
+  uint64_t heartbeats_sent = 0;      // heartbeat rounds this master sent
+  uint64_t prepares_refused = 0;     // PREPAREs refused for a grant or the startup hold
+  uint64_t forwards_sent = 0;        // proposals this node forwarded to the master
+  uint64_t forwards_proposed = 0;    // FORWARDs this master proposed
+  uint64_t forwards_dropped = 0;     // FORWARDs dropped (not the master, duplicate)
+  uint64_t read_index_requests = 0;  // READ_INDEX sent
+  uint64_t master_messages_ignored = 0;  // master-election messages while it is off
 };
 
 // State shared by the roles of one core during one step. Internal.
@@ -112,6 +126,9 @@ class CoreContext {
   Rng* rng() { return &rng_; }
   CoreStats* stats() { return &stats_; }
   Outputs* out() { return out_; }
+  // The current time (Core::SetNow), monotonic ms.
+  uint64_t now() const { return now_; }
+  void set_now(uint64_t now_ms) { now_ = now_ms > now_ ? now_ms : now_; }
 
   // Fills the header (cluster, group, from, chosen_end) and queues `msg` for
   // `to` (kBroadcast: every other member AND this node). Messages to self are
@@ -147,6 +164,7 @@ class CoreContext {
   CoreStats stats_;
   Outputs* out_ = nullptr;
   const Learner* learner_ = nullptr;
+  uint64_t now_ = 0;
   std::map<uint64_t, std::string> records_;
   std::map<std::string, std::string> variables_;
   bool sync_ = false;  // the step wrote a vote or a variable
@@ -175,8 +193,17 @@ class Core {
   Core& operator=(const Core&) = delete;
 
   // First step after Open: arms the learn timer (which also catches up a
-  // node that restarted behind its peers).
+  // node that restarted behind its peers). With master_election: arms the
+  // election timer and begins the startup hold (the acceptor refuses every
+  // PREPARE until now + lease_ms).
   void Start(Outputs* out);
+
+  // The current time in ms on a monotonic clock (any origin; the core only
+  // compares and adds). Call it before every input (the runtime: its
+  // monotonic clock; the simulation: the node's drifting clock). A value
+  // below the last one is ignored (time never goes back). Only master
+  // election uses it; with it off the core's behaviour does not depend on it.
+  void SetNow(uint64_t now_ms);
 
   // Proposes `value` under the caller's `token` (REQUIRES: unique among this
   // Core's unfinished proposals). The value is chosen at some instance
@@ -211,6 +238,48 @@ class Core {
   // A timer started by an earlier step fired. Superseded timers are ignored.
   void OnTimeout(const TimerId& id, Outputs* out);
 
+  // ---- Master election (CoreOptions::master_election) ----
+  //
+  // With master_election, Propose on a node that knows a live master M other
+  // than itself does not queue the value: with forward_to_master it sends it
+  // to M (FORWARD) and reports it like an own proposal when it is applied
+  // (ours = true, the same token; Cancel ends it with Stopped, and a master
+  // that dies first leaves it unfinished: the runtime's deadline ends it,
+  // outcome unknown); without, it returns NotMaster("... node M") and
+  // queues nothing.
+
+  // A linearizable read point. Reports exactly one Outputs::barriers entry
+  // for `token` (REQUIRES: unique among this Core's unfinished barriers), in
+  // this step or a later one: OK with an instance I such that every value
+  // chosen before this call is at an instance < I (read the state machines
+  // once they executed [0, I)), else Busy / NotSupported / Stopped
+  // (BarrierResult). On a ready master inside its lease it ends at once with
+  // I = chosen_end(), sending and writing nothing. On a node that knows a
+  // live master it costs one READ_INDEX round trip to the master, then waits
+  // until this node's chosen_end reached the master's; it ends Busy when
+  // the master refuses, changes, or no answer came within lease_ms.
+  void ReadBarrier(uint64_t token, Outputs* out);
+
+  // Hands the mastership to `target` (a member), or gives it up (target 0:
+  // step down). REQUIRES: this node is the master. In this very step the
+  // node stops holding its lease (HoldsLease() is false when this returns,
+  // before any message leaves), then tells every acceptor to move its grant
+  // from this node to `target`; the target runs phase 1 at once when it gets
+  // that, so it is master within about one round trip. This node does not
+  // run for master for election_timeout_ms afterwards.
+  // Returns OK; NotMaster when this node is not the master; InvalidArgument
+  // for a target that is not a member; NotSupported when master election is
+  // off; Stopped when halted. Target == self: OK, nothing changes.
+  Status TransferMaster(uint64_t target, Outputs* out);
+
+  // Who this node believes is master now (node 0: none; without
+  // master_election always none).
+  MasterView master() const;
+  // True when this node is the master, ready (its noop is chosen and
+  // applied), and now < its lease's end: no other node can get a value
+  // chosen before the lease ends. For the simulation's checker and IsMaster.
+  bool HoldsLease() const;
+
   // Instances [0, chosen_end()) are chosen and have been emitted (by this Core
   // object, or before it was opened: see ReadChosen).
   uint64_t chosen_end() const;
@@ -229,6 +298,7 @@ class Core {
   explicit Core(const CoreOptions& options, LogStorage* log);
   Status Recover();
   Status RecoverWindow(bool log_empty);
+  void Begin(Outputs* out);
   void Dispatch(const PaxosMsg& msg);
   void Drain();
   void Finish();
@@ -237,6 +307,7 @@ class Core {
   std::unique_ptr<Learner> learner_;
   std::unique_ptr<Acceptor> acceptor_;
   std::unique_ptr<Proposer> proposer_;
+  std::unique_ptr<Master> master_;
   // The window recovery scanned with: max(options.window, the log's).
   uint64_t recovery_window_ = 0;
   // The value of kWindowVariable to write in Start(), "" when it is right.

@@ -52,6 +52,25 @@ Status CoreOptions::Validate() const {
   if (catchup_batch_bytes > (size_t{1} << 31)) {
     return Status::InvalidArgument("CoreOptions.catchup_batch_bytes must be <= 2^31");
   }
+  // Master election (checked even when it is off: the defaults are valid).
+  constexpr uint64_t kMaxLeaseMs = 3600 * 1000;
+  if (lease_ms < 1 || lease_ms > kMaxLeaseMs) {
+    return Status::InvalidArgument("CoreOptions.lease_ms must be in [1, 3600000]");
+  }
+  if (heartbeat_interval_ms < 1 || heartbeat_interval_ms >= lease_ms / 2) {
+    return Status::InvalidArgument(
+        "CoreOptions.heartbeat_interval_ms must be >= 1 and < lease_ms / 2");
+  }
+  if (election_timeout_ms < lease_ms) {
+    return Status::InvalidArgument("CoreOptions.election_timeout_ms must be >= lease_ms");
+  }
+  if (election_timeout_ms > kMaxLeaseMs || election_jitter_ms > kMaxLeaseMs) {
+    return Status::InvalidArgument(
+        "CoreOptions.election_timeout_ms and election_jitter_ms must be <= 3600000");
+  }
+  if (max_clock_drift_ppm >= 500000) {
+    return Status::InvalidArgument("CoreOptions.max_clock_drift_ppm must be < 500000");
+  }
   return Status::OK();
 }
 

@@ -58,6 +58,19 @@ enum class TestMutation {
   // for a key instead of the last: a node that promised or accepted twice in
   // one round persists the older state.
   kRoundKeepsFirst,
+  // Master election (paxos/master.h); each one changes behaviour only when
+  // master_election is on.
+  // Master: lease = t0 + lease_ms, not shortened by the drift bound.
+  kLeaseIgnoresDrift,
+  // Master: serves lease reads (and read index) right after phase 1, before
+  // its noop is chosen and applied.
+  kReadBeforeNoopCommit,
+  // Acceptor: promises a PREPARE from another node despite a live grant.
+  kPrepareIgnoresGrant,
+  // Acceptor: no startup hold (a restart forgets the grants it gave).
+  kNoStartupHold,
+  // Master: TransferMaster does not drop the old master's lease.
+  kTransferKeepsLease,
 };
 
 // The largest ballot number ever used: a message carrying a larger one (2^62
@@ -146,6 +159,52 @@ struct CoreOptions {
   // same node must use different seeds (the runtime draws one from the OS;
   // the simulation from its own seed). Default 1.
   uint64_t seed = 1;
+  // ---- Master election (paxos/master.h) ----
+  //
+  // Clock assumption: every node's clock (Core::SetNow) is monotonic and runs
+  // at a rate within [1 - max_clock_drift_ppm / 1e6, 1 + max_clock_drift_ppm
+  // / 1e6] of real time. Nothing else about clocks is assumed (they need not
+  // agree on the time). Leases are safe under this assumption only.
+
+  // Off (the default): no master, no heartbeats, no election, no extra
+  // messages; every node proposes on its own, exactly as before, and
+  // ReadBarrier / TransferMaster answer NotSupported. On: the group elects a
+  // master that holds a lease, serves reads, and takes the proposals of the
+  // other nodes (forward_to_master).
+  bool master_election = false;
+  // How long an acceptor's grant lasts (on its own clock) after a heartbeat
+  // of the master, and so the longest a dead master blocks a new election.
+  // The master's own lease from one heartbeat round is shorter:
+  // lease_ms * (1e6 - drift) / (1e6 + drift) from the round's send time.
+  // Also the startup hold: after Start an acceptor refuses every PREPARE for
+  // lease_ms, since it does not remember the grants it gave before a crash.
+  // Shorter: faster failover, more heartbeats needed per lease. Default 800
+  // ms (failover under 1.5 s with the defaults below).
+  // REQUIRES 1 <= lease_ms <= 3,600,000.
+  uint64_t lease_ms = 800;
+  // The master's heartbeat period. Each heartbeat round acked by a majority
+  // renews the lease, so several rounds fit in one lease and a lost one or
+  // two cost nothing. Renewal writes nothing to the log.
+  // Default 100 ms. REQUIRES 1 <= heartbeat_interval_ms < lease_ms / 2.
+  uint64_t heartbeat_interval_ms = 100;
+  // A node that heard no master for election_timeout_ms + a random
+  // [0, election_jitter_ms] runs for master (phase 1). At least lease_ms: an
+  // earlier try would only meet live grants and be refused. Default 800 ms.
+  // REQUIRES lease_ms <= election_timeout_ms.
+  uint64_t election_timeout_ms = 800;
+  // The randomisation of the election timeout, so that candidates do not
+  // duel. Default 200 ms. REQUIRES <= 3,600,000.
+  uint64_t election_jitter_ms = 200;
+  // The clock rate drift bound in parts per million (above). 50,000 (5%) is
+  // far beyond what NTP ever slews (500 ppm); larger values shorten the
+  // master's usable lease. Default 50,000. REQUIRES < 500,000.
+  uint64_t max_clock_drift_ppm = 50000;
+  // Propose on a node that knows a live master other than itself: true
+  // (default), the value is forwarded to the master (one more hop; the
+  // result is reported as for an own proposal); false, Propose returns
+  // NotMaster naming the master.
+  bool forward_to_master = true;
+
   // Test only. Default kNone.
   TestMutation test_mutation = TestMutation::kNone;
 

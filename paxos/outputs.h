@@ -8,6 +8,7 @@
 
 #include "chorus/log_storage.h"
 #include "chorus/status.h"
+#include "paxos/ballot.h"
 
 namespace chorus {
 namespace paxos {
@@ -21,6 +22,10 @@ enum class TimerKind : uint8_t {
   kAccept = 2,   // phase 2 timeout
   kBackoff = 3,  // randomised wait before retrying phase 1
   kLearn = 4,    // periodic learner check (catch-up)
+  // Master election only (CoreOptions::master_election): never started when
+  // it is off.
+  kHeartbeat = 5,  // the master's heartbeat period (heartbeat_interval_ms)
+  kElection = 6,   // election check (election_timeout_ms + jitter)
 };
 
 struct TimerId {
@@ -87,6 +92,32 @@ struct ProposalResult {
   Status status;
 };
 
+// Who this node believes is the group's master (master election only).
+struct MasterView {
+  uint64_t node = 0;  // the master's node id; 0: none known
+  // The master's epoch: the ballot it became master with. Changes at every
+  // change of master (a new master always has a higher ballot).
+  Ballot epoch;
+  // node is this node, its noop committed (it may serve reads) and its lease
+  // was valid when the view was taken (Core::HoldsLease()).
+  bool self_ready = false;
+  // The master's chosen_end as last heard (its heartbeats carry it; this
+  // node's own when it is the master).
+  uint64_t master_chosen_end = 0;
+};
+
+// The end of a Core::ReadBarrier call.
+struct BarrierResult {
+  uint64_t token = 0;
+  // When status.ok(): every value chosen before the ReadBarrier call is at an
+  // instance < instance. Read once the state machines executed [0, instance).
+  uint64_t instance = 0;
+  // OK; Busy (no master known, master not ready or not in its lease, the
+  // master refused, or no reply in time: retry); NotSupported (master
+  // election is off); Stopped (core halted).
+  Status status;
+};
+
 struct Outputs {
   // 1. Persist: write `persist` with `sync` and wait until the write
   // returned. `sync` is true when the batch holds a vote or a variable (the
@@ -105,6 +136,14 @@ struct Outputs {
   std::vector<ChosenValue> chosen;
   // Proposals that ended in this step (after their value is in `chosen`).
   std::vector<ProposalResult> finished;
+  // Read barriers that ended in this step: wake each once the state machines
+  // executed [0, barrier.instance) (the values of `chosen` above included).
+  std::vector<BarrierResult> barriers;
+  // 3b. The master view changed in this step (this node gained or lost the
+  // mastership, got ready, or another node is now known as master, or none
+  // is): `master` is the new view. Report it (Options::on_master_change).
+  bool master_changed = false;
+  MasterView master;
   // 4. Timers.
   std::vector<TimerStart> timers;
   std::vector<TimerId> cancel_timers;

@@ -315,6 +315,8 @@ void Proposer::OnTimeout(TimerKind kind) {
       Drive();
       break;
     case TimerKind::kLearn:
+    case TimerKind::kHeartbeat:
+    case TimerKind::kElection:
       break;
   }
 }

@@ -43,6 +43,11 @@ void Round::Add(Outputs* step) {
   AppendAll(&merged_.catchup_reads, &step->catchup_reads);
   AppendAll(&merged_.chosen, &step->chosen);
   AppendAll(&merged_.finished, &step->finished);
+  AppendAll(&merged_.barriers, &step->barriers);
+  if (step->master_changed) {
+    merged_.master_changed = true;
+    merged_.master = step->master;
+  }
   // Timers: a cancel drops the start of this round it names; a start
   // supersedes this round's earlier start of its kind. What is left runs as
   // cancels then starts, like a single step.
@@ -67,7 +72,7 @@ bool Round::empty() const {
   const Outputs& m = merged_;
   return records_.empty() && variables_.empty() && m.persist.delete_below == 0 &&
          m.messages.empty() && m.catchup_reads.empty() && m.chosen.empty() &&
-         m.finished.empty() && m.timers.empty() && m.cancel_timers.empty() && m.errors.empty();
+         m.finished.empty() && m.barriers.empty() && !m.master_changed && m.timers.empty() && m.cancel_timers.empty() && m.errors.empty();
 }
 
 void Round::Take(Outputs* round) {

@@ -32,6 +32,10 @@
 //                                                         (catchup.h)
 //   chosen               appended in step order           instance order, once each
 //   finished             appended in step order           after their chosen values
+//   barriers             appended in step order           after the chosen values
+//                                                         their instance covers
+//   master_changed,      OR; the latest changed step's    the view after the round
+//   master               view                             is the last one reported
 //   errors               appended in step order           reports only
 //   cancel_timers        appended in step order; each     a timer started and
 //                        also drops this round's start    cancelled within the round
@@ -72,7 +76,7 @@ class Round {
 
   // True when executing the round would do nothing: no persist (records,
   // variables, trim), messages, catch-up reads, chosen values, finished
-  // proposals, timers, cancels or errors. A round of steps that all produced nothing is empty.
+  // proposals, barriers, master change, timers, cancels or errors. A round of steps that all produced nothing is empty.
   bool empty() const;
 
   // The number of steps added since the round began (empty ones included).

@@ -33,6 +33,7 @@ const char* Status::CodeName(Code code) {
     case Code::kTooLarge: return "TooLarge";
     case Code::kConflict: return "Conflict";
     case Code::kNotSupported: return "NotSupported";
+    case Code::kNotMaster: return "NotMaster";
   }
   return "Unknown";
 }

@@ -26,6 +26,36 @@
 
 namespace chorus {
 
+// The master of a group as this node knows it (Node::GetMaster).
+struct MasterInfo {
+  // The master's address; its id is node.id().
+  NodeInfo node;
+  // The master's epoch: the ballot it was elected with, (number, node id).
+  // Every change of master changes it, and it only grows: compare
+  // (epoch_number, epoch_node) lexicographically to tell the newer of two
+  // answers, e.g. from different nodes.
+  uint64_t epoch_number = 0;
+  uint64_t epoch_node = 0;
+  // Whether a master is known (GetMaster returns NotFound otherwise).
+  bool known = false;
+};
+
+// Where this node stands in a group (Node::GetGroupStatus, second form).
+struct GroupStatus {
+  // The next instance this node's state machines execute: they executed
+  // every instance below it (Node::GetNowInstanceId).
+  uint64_t executed = 0;
+  // The master's chosen end as last heard from it (its heartbeats carry it;
+  // on the master, its own): every instance below it is chosen. 0 when no
+  // master is known.
+  uint64_t master_chosen_end = 0;
+  // executed >= master_chosen_end with a master known: this node has caught
+  // up with what the master had chosen when it last heard from it.
+  bool caught_up = false;
+  // The master's node id (NodeInfo::id()), 0 when none is known.
+  uint64_t master_node = 0;
+};
+
 class Node {
  public:
   // Validates `options`, opens every group's log (recovering its state),
@@ -54,6 +84,11 @@ class Node {
   // this node, or until the call's deadline (ctx->timeout_ms, default
   // Options::propose_timeout_ms).
   //
+  // With Options::master_election on, a node that knows another node as the
+  // master forwards the value to it (Options::forward_to_master, the
+  // default: the outcomes below are the same, one hop later) or refuses it
+  // with NotMaster.
+  //
   // *instance_id (if not null) is the instance the value was chosen at
   // whenever it was executed here (whatever Execute returned). On every
   // other outcome it is set to 0, which says nothing (0 is also a real
@@ -72,6 +107,9 @@ class Node {
   //   OK               whatever Execute returned (see ctx->result).
   // Definite failures (the value was never proposed and never will be; safe
   // to retry):
+  //   NotMaster        master_election is on, forward_to_master is off and
+  //                    another node is the master; the message ends with
+  //                    its address "ip:port": propose there;
   //   InvalidArgument  bad group, state machine id unknown / ambiguous,
   //                    ctx->timeout_ms < 0, or called from inside Execute of
   //                    the same group (it would wait for itself);
@@ -126,6 +164,72 @@ class Node {
   // refuses proposals with that Status and applies nothing more until the
   // process restarts it. Stopped after Stop(); InvalidArgument for a bad group.
   virtual Status GetGroupStatus(uint32_t group) const = 0;
+
+  // Fills *status (see GroupStatus) and returns OK, or InvalidArgument for a
+  // bad group (then *status is untouched). Works with master_election off as
+  // well: then no master is ever known (master_node 0, caught_up false).
+  // Thread-safe, never blocks on the group's loop; a snapshot as of the
+  // loop's latest round.
+  virtual Status GetGroupStatus(uint32_t group, GroupStatus* status) const = 0;
+
+  // ---- Master election (Options::master_election) ----
+  //
+  // Each of these returns NotSupported (and does nothing) when
+  // Options::master_election is false, and InvalidArgument for a bad group.
+  // They never block on a slow peer; the answers of the queries are a
+  // snapshot as of the group loop's latest round. See options.h for the
+  // clock contract that the lease, and so ReadBarrier, relies on.
+
+  // The master of `group` as this node knows it: OK with *info filled
+  // (known = true), or NotFound while it knows none (an election is
+  // running, or the master went silent: its lease ran out). A follower
+  // learns of a new master from its first heartbeat, so two nodes may
+  // briefly answer differently; the one with the larger epoch is newer.
+  virtual Status GetMaster(uint32_t group, MasterInfo* info) const = 0;
+
+  // True when this node is the ready master of `group` (its first noop is
+  // committed) and held a valid lease at the loop's latest round. False
+  // otherwise, and for a bad group or with master_election off. Advisory:
+  // mastership may end right after the call; for a read use ReadBarrier.
+  virtual bool IsMaster(uint32_t group) const = 0;
+
+  // A linearizable read point. Returns OK once this node's state machines
+  // of `group` have executed every value chosen (by any node) before the
+  // call began; *instance (if not null) is then an instance I such that
+  // they executed every instance below I (and every such value is below I).
+  // Reading the application's own state after OK is a linearizable read.
+  //   On the ready master inside its lease: no message and no log write.
+  //   On any other node: one round trip to the master (read index), then
+  //   this node waits until it executed up to the master's chosen end.
+  // Otherwise *instance is set to 0 and it returns:
+  //   Busy             "no master": none known, the master is not ready yet
+  //                    (just elected) or it refused (its lease ended); retry
+  //                    after a short pause;
+  //   Timeout          no answer by Options::propose_timeout_ms (the master
+  //                    died, or this node could not catch up in time);
+  //   InvalidArgument  bad group, or called from inside Execute of the same
+  //                    group (it would wait for itself);
+  //   NotSupported     master_election is off;
+  //   Stopped / IOError / Corruption  as Propose (stopping, group halted).
+  virtual Status ReadBarrier(uint32_t group, uint64_t* instance) = 0;
+
+  // Hands the mastership of `group` to member `node_id` (NodeInfo::id()).
+  // REQUIRES: this node is the master. Returns OK once the hand-over was sent: by
+  // then this node has dropped its lease (it serves no lease read any more;
+  // on_master_change reports is_master false). The target takes over
+  // within about one round trip, before the old lease would have run out;
+  // if it is down, the group elects a master after election_timeout_ms.
+  // Returns NotMaster when this node is not the master (the message names
+  // the master's address when one is known), InvalidArgument when node_id
+  // is not a member, NotSupported when master_election is off, Stopped when
+  // the node is stopping.
+  virtual Status TransferMaster(uint32_t group, uint64_t node_id) = 0;
+
+  // Gives up the mastership of `group` (e.g. before maintenance): like
+  // TransferMaster to no one in particular. This node drops its lease at
+  // once and does not campaign for election_timeout_ms; the others elect a
+  // master among themselves. Returns as TransferMaster does.
+  virtual Status StepDown(uint32_t group) = 0;
 
   // Stops the node: waiting proposers return Stopped, loop and transport
   // threads are joined, logs closed. Idempotent.

@@ -113,6 +113,91 @@ struct Options {
   // reads when a peer catches up. Default 1024.
   size_t chosen_cache_size = 1024;
 
+  // ---- Master election (per group) ----
+  //
+  // With master_election on, each group elects at most one master at a time.
+  // The master keeps a lease: while it holds one, no other node can become
+  // master, so the master serves linearizable reads with no message and no
+  // log write (Node::ReadBarrier), and the other nodes forward their
+  // proposals to it instead of competing with it (forward_to_master).
+  // Keeping a master costs no log write: the lease is renewed by heartbeats
+  // and the master's own ACCEPTs, which acceptors answer from memory. Every
+  // election costs one noop instance in the log, nothing more.
+  //
+  // CLOCK CONTRACT. Leases are measured on each node's monotonic clock
+  // (std::chrono::steady_clock; the wall clock is never read, so setting or
+  // stepping it changes nothing). chorus assumes that every member's
+  // monotonic clock runs at a rate within +/- max_clock_drift_ppm of real
+  // time (true rate drift; NTP slewing stays far below the default bound).
+  // A process that is paused (SIGSTOP, a long stall) loses its lease safely:
+  // the monotonic clock keeps running while it is paused, so it serves no
+  // lease read once it resumes past the lease's end. What the contract does
+  // NOT cover: a clock that runs faster than the bound on an acceptor (its
+  // grant ends early while the master still trusts its lease), or one that
+  // stops while real time goes on on the master (a machine suspended to RAM:
+  // CLOCK_MONOTONIC does not count the suspension).
+  // Under the contract, two nodes never hold a lease of the same group at
+  // the same instant, and a ReadBarrier never misses a value chosen before
+  // it began.
+  //
+  // The defaults aim at a failover under 1.5 s on a LAN: a dead master's
+  // lease runs out after at most lease_ms (800 ms), and a follower starts an
+  // election election_timeout_ms (800 ms) plus up to election_jitter_ms
+  // (200 ms) after the last heartbeat it heard, so a new master is ready
+  // about 0.8 to 1.1 s after the old one died (one prepare round and one
+  // noop commit more).
+
+  // Elect a master per group. Default false: every node proposes on its
+  // own, as before; the master queries return NotSupported and no heartbeat
+  // is sent. All members of a cluster must use the same setting.
+  bool master_election = false;
+  // How long one grant of an acceptor holds: an acceptor that heard from
+  // the master refuses to promise any other node for lease_ms of its own
+  // clock. The master counts its lease from when it SENT the heartbeat (or
+  // ACCEPT), shortened by the drift bound, so it ends before any grant.
+  // Longer: fewer elections on a slow network, slower failover. Default
+  // 800 ms. REQUIRES > 0.
+  int lease_ms = 800;
+  // How often the master sends heartbeats (renewing its lease and telling
+  // the followers it is alive). REQUIRES 0 < heartbeat_interval_ms <
+  // lease_ms / 2, so that a lease survives one lost heartbeat. Default
+  // 100 ms: eight renewals per lease; a heartbeat is a few dozen bytes.
+  int heartbeat_interval_ms = 100;
+  // A follower that heard no heartbeat from a live master for this long
+  // (plus a random 0..election_jitter_ms) starts an election. REQUIRES >=
+  // lease_ms: an earlier election would only be refused by acceptors that
+  // still grant the old master's lease. Default 800 ms.
+  int election_timeout_ms = 800;
+  // The random part of the election timeout, so that two followers rarely
+  // campaign at once (and duel). REQUIRES >= 0. Default 200 ms.
+  int election_jitter_ms = 200;
+  // The bound on the rate drift of every member's monotonic clock, in parts
+  // per million (see CLOCK CONTRACT above). The master shortens its lease by
+  // this factor on both sides: lease_ms * (1e6 - ppm) / (1e6 + ppm).
+  // Default 50000 (5%): a hundred times the 500 ppm NTP ever slews, and it
+  // costs only 10% of the lease. REQUIRES 0 <= max_clock_drift_ppm < 500000.
+  int max_clock_drift_ppm = 50000;
+  // What Propose and BatchPropose do on a node that knows a live master
+  // other than itself. true (default): the value is forwarded to the master,
+  // which proposes it; the caller sees one extra hop and nothing else (the
+  // call returns once the value executed on this node, as always). false:
+  // the call returns NotMaster at once (definite: never proposed), whose
+  // message names the master's address "ip:port", so the application can
+  // send its request there. A value forwarded just before the master
+  // changes is not re-sent (it could then execute twice): the call ends at
+  // its deadline with Timeout, as any indeterminate outcome.
+  bool forward_to_master = true;
+  // Called on the group's loop thread each time the master of `group`, as
+  // this node knows it, changes: this node became master (is_master true;
+  // it is ready: ReadBarrier is served by its lease), it stopped being
+  // master (false), or it learned of another master, or of none (false).
+  // It must be quick and must not block. It may call the Node's queries
+  // (GetMaster for the details, IsMaster, GetGroupStatus), but never a call
+  // that waits for the group (Propose, BatchPropose, ReadBarrier,
+  // TransferMaster, StepDown): it runs on the loop that would answer it.
+  // Default (empty): none.
+  std::function<void(uint32_t group, bool is_master)> on_master_change;
+
   // ---- Batching (BatchPropose) ----
   // A batch leaves when it holds this many values... Default 64.
   int batch_max_count = 64;

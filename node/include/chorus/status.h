@@ -29,6 +29,7 @@ class Status {
     kTooLarge = 8,         // a value or frame is larger than the configured limit
     kConflict = 9,         // another value won the instance / lost mastership
     kNotSupported = 10,    // the operation is not available in this build/backend
+    kNotMaster = 11,       // only the group's master does this; the message names it
   };
 
   // An ok status.
@@ -51,6 +52,9 @@ class Status {
   static Status NotSupported(const std::string& msg) {
     return Status(Code::kNotSupported, msg);
   }
+  // This node is not the group's master (and does not forward): the message
+  // says which node is, when one is known.
+  static Status NotMaster(const std::string& msg) { return Status(Code::kNotMaster, msg); }
 
   Status(const Status& other) : code_(other.code_), msg_(other.msg_) {}
   Status& operator=(const Status& other) {
@@ -73,6 +77,7 @@ class Status {
   bool IsTooLarge() const { return code_ == Code::kTooLarge; }
   bool IsConflict() const { return code_ == Code::kConflict; }
   bool IsNotSupported() const { return code_ == Code::kNotSupported; }
+  bool IsNotMaster() const { return code_ == Code::kNotMaster; }
 
   // The same code with "context: " put in front of the message; ok stays ok.
   Status Annotate(const std::string& context) const {

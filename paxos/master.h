@@ -1,0 +1,244 @@
+// Master: master election with an acceptor-grant lease, heartbeats, read
+// barriers, forwarding of proposals to the master, and master transfer. Only
+// with CoreOptions::master_election; with it off every method is a no-op
+// (or answers NotSupported) and the core sends exactly what it sent before.
+//
+// Time is an input (Core::SetNow, ctx->now()): monotonic ms, each node its
+// own clock, rates within 1 +- rho (rho = max_clock_drift_ppm / 1e6).
+//
+// The lease (why at most one node holds one at any real instant)
+// ---------------------------------------------------------------
+// An acceptor that gets a HEARTBEAT (or accepts an ACCEPT) of ballot b from
+// node N with b >= its promised ballot GRANTS N until now + lease_ms (its own
+// clock; memory only, never persisted). While the grant lives it refuses
+// every PREPARE from another node, and does so WITHOUT raising (or
+// persisting) its promise: a lagging or partitioned node cannot depose a
+// healthy master. The master stamps heartbeat round k with its send time
+// t0_k; once a majority (itself included: its own acceptor grants it in the
+// same step) acked round k, its lease ends at t0_k + lease_ms * (1 - rho) /
+// (1 + rho) (its clock). In real time that is at most lease_ms / (1 + rho)
+// after the round left, and every grant of round k was given after it left
+// and lasts at least lease_ms / (1 + rho): the lease ends before any of the
+// majority's grants. A rival needs PROMISEs from a majority, which meets the
+// grant majority in an acceptor that refuses it until its grant ended. The
+// grant is given only when b >= promised: an acceptor that already promised
+// a higher ballot (whose owner may have a majority) does not grant the
+// lower one, and the master's own ballot b is promised by a majority (its
+// phase 1), so no lower ballot can get a value chosen during the lease.
+// After a restart an acceptor does not know what it granted: the startup
+// hold refuses every PREPARE (from anyone) for lease_ms after Start.
+//
+// Readiness: a new master serves no read (lease read or read index) until
+// the noop it proposes right after phase 1, at an instance above every
+// value its promises reported, is chosen in its own ballot and applied:
+// then every value chosen under an older master is in its applied prefix.
+//
+// Rules (this node S; M = a master; "grant" = the acceptor's live grant)
+//
+//   event                        condition                   action
+//   ---------------------------  --------------------------  ---------------------------------
+//   Start                        -                           hold_until = now + lease_ms;
+//                                                            arm the election timer
+//   PREPARE(b) from N            now < hold_until, or a      PREPARE_REJECT(lease_holder =
+//                                grant to G != N lives       G, or kUnknownHolder in the
+//                                                            hold); promised unchanged
+//   HEARTBEAT(b, k) from N       b >= promised (and S is     grant = (N, b, now + lease_ms);
+//                                not a master of a higher    known master = N, b, its
+//                                ballot)                     chosen_end; re-arm election;
+//                                                            HEARTBEAT_ACK(k, promised)
+//                                otherwise                   HEARTBEAT_ACK(k, promised > b)
+//   ACCEPT(b) accepted from N    -                           grant = (N, b, now + lease_ms)
+//   RELEASE(t, b) from N         grant holder N, ballot b    grant = (t, now + lease_ms) (t=0:
+//                                                            none); forget N as master;
+//                                t == S                      phase 1 at once
+//   phase 1 of S succeeded       -                           S is master (ballot b), not
+//                                                            ready; propose a noop; heartbeat
+//   heartbeat timer              S master                    HEARTBEAT(b, ++k) to all, t0_k
+//   HEARTBEAT_ACK(k) majority    promised <= b               lease = max(lease, t0_k +
+//                                                            lease_ms (1-rho)/(1+rho))
+//   HEARTBEAT_ACK / *_REJECT /   a ballot > b of another     step down
+//   HEARTBEAT / own acceptor     node
+//   any input                    S master, now >= max(lease, step down
+//                                since + lease_ms)
+//   noop applied                 it is S's noop              ready
+//                                another value won there     propose another noop
+//   election timer               no live master known, no    phase 1 (even with nothing
+//                                grant to another, no hold,  queued); re-arm with jitter
+//                                not right after a transfer
+//   Propose                      live master M != S          FORWARD to M (or NotMaster)
+//   proposals queued             live master M != S          forward them, never phase 1
+//   FORWARD(envelope)            S master, not a duplicate   propose it (no local waiter)
+//   applied value of S's         forwarded by S              finish its token, ours = true
+//   ReadBarrier                  S ready master, in lease    I = chosen_end, at once
+//                                live master M != S          READ_INDEX to M
+//                                otherwise                   Busy
+//   READ_INDEX                   S ready master, in lease    READ_INDEX_REPLY(chosen_end)
+//                                otherwise                   READ_INDEX_REPLY(0: refused)
+//   READ_INDEX_REPLY(I)          I > 0                       done once chosen_end >= I (ask M
+//                                                            for values now if behind)
+//   TransferMaster(t)            S master                    drop the lease and readiness (in
+//                                                            this step, before RELEASE
+//                                                            leaves), stop the proposer's
+//                                                            ballot, RELEASE(t, b) to all;
+//                                                            no campaign for
+//                                                            election_timeout_ms
+#ifndef CHORUS_PAXOS_MASTER_H_
+#define CHORUS_PAXOS_MASTER_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "paxos/ballot.h"
+#include "paxos/core.h"
+
+namespace chorus {
+namespace paxos {
+
+// PaxosMsg::lease_holder of a PREPARE_REJECT sent during the startup hold:
+// the acceptor does not know whom it granted before its restart.
+constexpr uint64_t kUnknownHolder = ~uint64_t{0};
+
+class Master {
+ public:
+  Master(CoreContext* ctx, Learner* learner, Acceptor* acceptor, Proposer* proposer)
+      : ctx_(ctx), learner_(learner), acceptor_(acceptor), proposer_(proposer) {}
+
+  bool enabled() const { return ctx_->options().master_election; }
+
+  // Step boundaries. Begin: expiries that depend on the time (the lease,
+  // the known master, read-index requests). End: read barriers whose
+  // instance was reached; Outputs::master_changed.
+  void Start();
+  void BeginStep();
+  void EndStep();
+
+  // ---- acceptor side ----
+  // True when the PREPARE is refused for a grant or the startup hold (the
+  // refusal was sent; the acceptor must not see the PREPARE).
+  bool RefusePrepare(const PaxosMsg& msg);
+  // The acceptor accepted this ACCEPT.
+  void OnAccepted(const PaxosMsg& msg);
+  void OnHeartbeat(const PaxosMsg& msg);
+  void OnRelease(const PaxosMsg& msg);
+
+  // ---- master side ----
+  // The proposer's phase 1 with ballot `b` succeeded.
+  void OnPrepared(const Ballot& b);
+  // The proposer placed the noop the master asked for (Proposer::WantNoop).
+  void NoteNoop(uint64_t instance, const std::string& envelope);
+  // Some node's ballot `b` is known promised or used: a master with a lower
+  // ballot (of another node) steps down.
+  void OnHigherBallot(const Ballot& b);
+  void OnHeartbeatAck(const PaxosMsg& msg);
+  void OnForward(const PaxosMsg& msg);
+  void OnReadIndex(const PaxosMsg& msg);
+  void OnReadIndexReply(const PaxosMsg& msg);
+  void OnTimeout(TimerKind kind);
+
+  // The learner applied `envelope` (decoded: proposer, id) at `instance`.
+  // Returns true (and *token) when it is a value this node forwarded.
+  bool OnApplied(uint64_t instance, const std::string& envelope, uint64_t proposer, uint64_t id,
+                 uint64_t* token);
+
+  // ---- routing ----
+  // The proposer must not run phase 1 or propose fresh values: another node
+  // is a live master (or this one just handed its mastership over).
+  bool Defers() const;
+  // True (and *master) when Propose must not queue: a live master other than
+  // this node is known.
+  bool ShouldForward(uint64_t* master) const;
+  // Sends `envelope` (this node's proposal `token`) to the live master, or
+  // returns NotMaster when forward_to_master is off or none is known.
+  Status Forward(uint64_t token, const std::string& envelope);
+  // Cancel of a forwarded token: true when it was one (finished Stopped).
+  bool CancelForwarded(uint64_t token);
+
+  // ---- Core API ----
+  void ReadBarrier(uint64_t token);
+  Status Transfer(uint64_t target);
+  MasterView View() const;
+  bool HoldsLease() const;
+
+ private:
+  bool Live(uint64_t now) const { return known_node_ != 0 && now < known_until_; }
+  bool HoldActive() const;
+  bool GrantLive() const;
+  void Grant(uint64_t holder, const Ballot& b);
+  void SendHeartbeat();
+  void ArmElection();
+  void StepDown();
+  void FailReads(const std::string& why, bool all);
+  void Barrier(uint64_t token, uint64_t instance, const Status& s);
+  uint64_t DriftedLease() const;
+
+  CoreContext* const ctx_;
+  Learner* const learner_;
+  Acceptor* const acceptor_;
+  Proposer* const proposer_;
+
+  // Acceptor side: the startup hold and the live grant (memory only).
+  uint64_t hold_until_ = 0;
+  uint64_t grant_holder_ = 0;  // 0: none
+  Ballot grant_ballot_;
+  uint64_t grant_until_ = 0;
+
+  // Master side.
+  bool is_master_ = false;
+  bool ready_ = false;
+  // kTransferKeepsLease only: released but still claiming the lease.
+  bool released_ = false;
+  Ballot ballot_;          // the prepared ballot heartbeats carry (the epoch)
+  uint64_t since_ = 0;     // when this node became master
+  uint64_t lease_until_ = 0;
+  bool has_noop_ = false;
+  uint64_t noop_instance_ = 0;
+  std::string noop_envelope_;
+  uint64_t heartbeat_seq_ = 0;
+  struct HeartbeatRound {
+    uint64_t sent_at = 0;
+    std::set<uint64_t> acks;
+  };
+  std::map<uint64_t, HeartbeatRound> rounds_;  // bounded: the recent ones
+  // FORWARDed identities (proposer, id) this master proposed, to drop a
+  // duplicated FORWARD (bounded FIFO).
+  std::set<std::pair<uint64_t, uint64_t>> seen_forwards_;
+  std::deque<std::pair<uint64_t, uint64_t>> seen_order_;
+
+  // Follower side.
+  uint64_t known_node_ = 0;
+  Ballot known_ballot_;
+  uint64_t known_chosen_end_ = 0;
+  uint64_t known_until_ = 0;
+  uint64_t no_campaign_until_ = 0;
+
+  // Forwarded proposals of this node: proposal id -> token.
+  std::map<uint64_t, uint64_t> forwarded_;
+
+  // Read index: requests awaiting the master's reply, and replies awaiting
+  // this node's chosen_end.
+  struct ReadRequest {
+    uint64_t token = 0;
+    uint64_t master = 0;
+    uint64_t sent_at = 0;
+  };
+  uint64_t read_seq_ = 0;
+  std::map<uint64_t, ReadRequest> reads_;
+  struct ReadWait {
+    uint64_t token = 0;
+    uint64_t index = 0;
+    uint64_t sent_at = 0;
+  };
+  std::vector<ReadWait> waits_;
+
+  MasterView last_view_;
+};
+
+}  // namespace paxos
+}  // namespace chorus
+
+#endif  // CHORUS_PAXOS_MASTER_H_
