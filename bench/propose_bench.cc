@@ -78,6 +78,7 @@
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
 #include "tools/program_flags.h"
+#include "tools/stop_signals.h"
 
 DEFINE_int32(clients, 100, "client threads proposing concurrently (in node 0)");
 DEFINE_int32(value_size, 100, "bytes per proposed value");
@@ -549,11 +550,7 @@ int RunNode() {
     options.state_machines.emplace_back(static_cast<uint32_t>(g), machines.back().get());
   }
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = chorus::BlockStopSignals();
 
   std::unique_ptr<chorus::Node> node;
   s = chorus::Node::Open(options, &node);
@@ -566,8 +563,7 @@ int RunNode() {
     std::atomic<bool> stop{false};
     std::thread control;
     if (!FLAGS_run_dir.empty()) control = std::thread(ServeControl, node.get(), options.nodes, &stop);
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+    chorus::WaitForStopSignal(stop_signals);
     stop.store(true);
     if (control.joinable()) control.join();
     node->Stop();

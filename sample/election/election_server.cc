@@ -48,6 +48,7 @@
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
 #include "tools/program_flags.h"
+#include "tools/stop_signals.h"
 
 DEFINE_string(node, "", "this node, ip:port (REQUIRED)");
 DEFINE_string(nodes, "", "every node of the cluster, ip:port,ip:port,... (REQUIRED)");
@@ -199,11 +200,7 @@ int main(int argc, char** argv) {
 
   // SIGINT/SIGTERM are taken by sigwait below: block them before any thread
   // exists so that every thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = chorus::BlockStopSignals();
 
   std::unique_ptr<chorus::Node> node;
   s = chorus::Node::Open(options, &node);
@@ -226,8 +223,7 @@ int main(int argc, char** argv) {
   });
   commands.detach();
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  chorus::WaitForStopSignal(stop_signals);
   stop.store(true);
   watcher.join();
   node->Stop();
