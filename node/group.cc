@@ -359,8 +359,7 @@ void Group::ExecuteRound() {
       SendMessage(m.to, m.bytes);
     }
   }
-  // Transfers whose hand-over this round sent.
-  master_.AnswerSent();
+
   // 2b. Catch-up reads go to the reader thread, so this loop never waits on
   // them; only now, after the persist: they may cover this round's records.
   // A full reader drops (and counts) the read; the asker asks again.
@@ -385,6 +384,9 @@ void Group::ExecuteRound() {
                             " halted: the paxos log disagrees with a peer's (checksum mismatch)"));
   }
   UpdateMaster();
+  // Transfers whose hand-over this round sent; answered after the snapshot,
+  // so that their callers see this node as master no more.
+  master_.AnswerSent();
 }
 
 void Group::UpdateMaster() {

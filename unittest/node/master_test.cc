@@ -8,6 +8,7 @@
 // asserts how long anything took.
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -191,29 +192,25 @@ class MasterCluster {
   std::vector<bool> started_;
 };
 
-// Proposes `value` on node i, retrying definite refusals (Busy: no master
-// yet) until it executed or the deadline passed.
-Status ProposeRetrying(Node* node, const std::string& value, uint64_t* instance = nullptr) {
+// Calls `call` until it answers something other than Busy (a definite
+// refusal while no master is ready: an election runs), or the deadline.
+Status RetryWhileBusy(const std::function<Status()>& call) {
   Status s;
   WaitUntil(
       [&] {
-        s = node->Propose(0, value, instance);
+        s = call();
         return !s.IsBusy();
       },
       kLong);
   return s;
 }
 
-// ReadBarrier on `node`, retrying Busy ("no master": an election runs).
+Status ProposeRetrying(Node* node, const std::string& value, uint64_t* instance = nullptr) {
+  return RetryWhileBusy([&] { return node->Propose(0, value, instance); });
+}
+
 Status BarrierRetrying(Node* node, uint64_t* instance) {
-  Status s;
-  WaitUntil(
-      [&] {
-        s = node->ReadBarrier(0, instance);
-        return !s.IsBusy();
-      },
-      kLong);
-  return s;
+  return RetryWhileBusy([&] { return node->ReadBarrier(0, instance); });
 }
 
 bool SameOnEveryNode(MasterCluster* c, size_t count) {
