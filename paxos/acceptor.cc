@@ -110,7 +110,7 @@ void Acceptor::OnPrepare(const PaxosMsg& msg) {
   ctx_->Send(msg.from(), &reply);
 }
 
-void Acceptor::OnAccept(const PaxosMsg& msg) {
+bool Acceptor::OnAccept(const PaxosMsg& msg) {
   const uint64_t instance = msg.instance();
   if (learner_->IsChosen(instance)) {
     std::string value;
@@ -123,20 +123,20 @@ void Acceptor::OnAccept(const PaxosMsg& msg) {
     } else {
       Reject(msg, ACCEPT_REJECT);  // trimmed: chosen_end tells it to catch up
     }
-    return;
+    return false;
   }
   const Ballot b = Ballot::FromPb(msg.ballot());
   const bool lower_ok = ctx_->Mutated(TestMutation::kAcceptLowerBallot);
   if (b < promised_ && !lower_ok) {
     Reject(msg, ACCEPT_REJECT);
-    return;
+    return false;
   }
   if (instance >= learner_->chosen_end() + ctx_->options().window) {
     // Behind, not outbid: vote nothing, promise nothing; catch up now.
     ctx_->stats()->accepts_behind++;
     Reject(msg, ACCEPT_BEHIND);
     learner_->NotePeer(msg.from(), msg.chosen_end(), /*urgent=*/true);
-    return;
+    return false;
   }
   if (b > promised_) Promise(b, /*by_accept=*/true);
   accepted_[instance] = Accepted{b, msg.value()};
@@ -151,6 +151,7 @@ void Acceptor::OnAccept(const PaxosMsg& msg) {
   reply.set_instance(instance);
   *reply.mutable_ballot() = msg.ballot();
   ctx_->Send(msg.from(), &reply);
+  return true;
 }
 
 }  // namespace paxos

@@ -51,7 +51,8 @@ class Acceptor {
   void RestoreAccepted(uint64_t instance, const Ballot& b, const std::string& value);
 
   void OnPrepare(const PaxosMsg& msg);
-  void OnAccept(const PaxosMsg& msg);
+  // Returns true when it accepted (voted for) the value.
+  bool OnAccept(const PaxosMsg& msg);
 
   // `instance` was applied: its state now lives in the log only.
   void Forget(uint64_t instance) { accepted_.erase(instance); }

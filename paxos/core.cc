@@ -122,6 +122,23 @@ bool WellFormed(const PaxosMsg& m, const CoreOptions& o, std::string* why) {
       return false;
     }
   }
+  if (m.type() == FORWARD && !ValidEnvelope(m.value(), o, true)) {
+    *why = "a forwarded value that is not an envelope of at most max_value_bytes";
+    return false;
+  }
+  if (m.type() == RELEASE && m.instance() != 0 && !o.IsMember(m.instance())) {
+    *why = "a release to a node that is not a member";
+    return false;
+  }
+  if (m.lease_holder() != 0 && m.lease_holder() != kUnknownHolder &&
+      !o.IsMember(m.lease_holder())) {
+    *why = "a lease holder that is not a member";
+    return false;
+  }
+  if (m.read_index() > kMaxInstanceId) {
+    *why = "a read index above the ceiling";
+    return false;
+  }
   for (const LearnedEntry& e : m.learned()) {
     // No size limit here: a value chosen under a larger max_value_bytes
     // must still be learnable (the chained checksum vouches for it).
@@ -139,8 +156,10 @@ Core::Core(const CoreOptions& options, LogStorage* log)
     : ctx_(options, log),
       learner_(new Learner(&ctx_)),
       acceptor_(new Acceptor(&ctx_, learner_.get())),
-      proposer_(new Proposer(&ctx_, learner_.get(), acceptor_.get())) {
-  learner_->SetRoles(acceptor_.get(), proposer_.get());
+      proposer_(new Proposer(&ctx_, learner_.get(), acceptor_.get())),
+      master_(new Master(&ctx_, learner_.get(), acceptor_.get(), proposer_.get())) {
+  learner_->SetRoles(acceptor_.get(), proposer_.get(), master_.get());
+  proposer_->SetMaster(master_.get());
   ctx_.set_chosen_end_source(learner_.get());
 }
 
@@ -272,8 +291,14 @@ Status Core::RecoverWindow(bool log_empty) {
   return Status::OK();
 }
 
+void Core::Begin(Outputs* out) {
+  ctx_.BeginStep(out);
+  if (!learner_->halted()) master_->BeginStep();
+}
+
 void Core::Finish() {
   Drain();
+  if (!learner_->halted()) master_->EndStep();
   ctx_.EndStep();
 }
 
@@ -283,7 +308,7 @@ void Core::Drain() {
 }
 
 void Core::Start(Outputs* out) {
-  ctx_.BeginStep(out);
+  Begin(out);
   // Recorded before anything is accepted under a larger window: this write
   // is the first of the round, so it is durable no later than those votes.
   if (!window_to_persist_.empty()) {
@@ -291,11 +316,12 @@ void Core::Start(Outputs* out) {
     window_to_persist_.clear();
   }
   learner_->Start();
+  master_->Start();
   Finish();
 }
 
 Status Core::Propose(uint64_t token, const std::string& value, Outputs* out) {
-  ctx_.BeginStep(out);
+  Begin(out);
   Status s;
   if (learner_->halted()) {
     s = Status::Stopped("paxos group halted");
@@ -305,20 +331,27 @@ Status Core::Propose(uint64_t token, const std::string& value, Outputs* out) {
     s = Status::TooLarge("Propose: value of " + std::to_string(value.size()) +
                          " bytes exceeds max_value_bytes");
   } else {
-    proposer_->Propose(token, value);
+    uint64_t master = 0;
+    if (master_->ShouldForward(&master)) {
+      // Another node is a live master: it proposes (or NotMaster).
+      const uint64_t id = ctx_.rng()->Next();
+      s = master_->Forward(token, EncodeValue(ctx_.options().self, id, value));
+    } else {
+      proposer_->Propose(token, value);
+    }
   }
   Finish();
   return s;
 }
 
 void Core::Cancel(uint64_t token, Outputs* out) {
-  ctx_.BeginStep(out);
-  proposer_->Cancel(token);
+  Begin(out);
+  if (!master_->CancelForwarded(token)) proposer_->Cancel(token);
   Finish();
 }
 
 Status Core::OnMessage(const std::string& bytes, Outputs* out, uint64_t sender) {
-  ctx_.BeginStep(out);
+  Begin(out);
   Status s;
   PaxosMsg msg;
   const CoreOptions& o = ctx_.options();
@@ -353,12 +386,14 @@ Status Core::OnMessage(const std::string& bytes, Outputs* out, uint64_t sender) 
 }
 
 void Core::OnTimeout(const TimerId& id, Outputs* out) {
-  ctx_.BeginStep(out);
+  Begin(out);
   if (!learner_->halted() && ctx_.IsLiveTimer(id)) {
     ctx_.CancelTimer(id.kind);  // it fired: no longer live
     out->cancel_timers.clear();
     if (id.kind == TimerKind::kLearn) {
       learner_->OnTick();
+    } else if (id.kind == TimerKind::kHeartbeat || id.kind == TimerKind::kElection) {
+      master_->OnTimeout(id.kind);
     } else {
       proposer_->OnTimeout(id.kind);
     }
@@ -376,11 +411,41 @@ void Core::Dispatch(const PaxosMsg& msg) {
   switch (msg.type()) {
     case PREPARE:
       proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
+      // Master election: a live lease grant or the startup hold refuses it
+      // before the acceptor sees it (its promise stays as it is).
+      if (master_->RefusePrepare(msg)) break;
       acceptor_->OnPrepare(msg);
+      master_->OnHigherBallot(acceptor_->promised());
       break;
     case ACCEPT:
       proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
-      acceptor_->OnAccept(msg);
+      if (acceptor_->OnAccept(msg)) master_->OnAccepted(msg);
+      master_->OnHigherBallot(acceptor_->promised());
+      break;
+    case HEARTBEAT:
+    case HEARTBEAT_ACK:
+    case FORWARD:
+    case READ_INDEX:
+    case READ_INDEX_REPLY:
+    case RELEASE:
+      if (!master_->enabled()) {
+        ctx_.stats()->master_messages_ignored++;
+        break;
+      }
+      if (msg.type() == HEARTBEAT) {
+        proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
+        master_->OnHeartbeat(msg);
+      } else if (msg.type() == HEARTBEAT_ACK) {
+        master_->OnHeartbeatAck(msg);
+      } else if (msg.type() == FORWARD) {
+        master_->OnForward(msg);
+      } else if (msg.type() == READ_INDEX) {
+        master_->OnReadIndex(msg);
+      } else if (msg.type() == READ_INDEX_REPLY) {
+        master_->OnReadIndexReply(msg);
+      } else {
+        master_->OnRelease(msg);
+      }
       break;
     case PROMISE:
       proposer_->OnPromise(msg);
@@ -428,20 +493,24 @@ void Core::Dispatch(const PaxosMsg& msg) {
 void Core::SetNow(uint64_t now_ms) { ctx_.set_now(now_ms); }
 
 void Core::ReadBarrier(uint64_t token, Outputs* out) {
-  ctx_.BeginStep(out);
-  out->barriers.push_back({token, 0, Status::NotSupported("master election is off")});
+  Begin(out);
+  if (learner_->halted()) {
+    out->barriers.push_back({token, 0, Status::Stopped("paxos group halted")});
+  } else {
+    master_->ReadBarrier(token);
+  }
   Finish();
 }
 
 Status Core::TransferMaster(uint64_t target, Outputs* out) {
-  (void)target;
-  ctx_.BeginStep(out);
+  Begin(out);
+  Status s = learner_->halted() ? Status::Stopped("paxos group halted") : master_->Transfer(target);
   Finish();
-  return Status::NotSupported("master election is off");
+  return s;
 }
 
-MasterView Core::master() const { return MasterView(); }
-bool Core::HoldsLease() const { return false; }
+MasterView Core::master() const { return master_->View(); }
+bool Core::HoldsLease() const { return !learner_->halted() && master_->HoldsLease(); }
 
 uint64_t Core::chosen_end() const { return learner_->chosen_end(); }
 bool Core::halted() const { return learner_->halted(); }

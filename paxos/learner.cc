@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "paxos/acceptor.h"
+#include "paxos/master.h"
 #include "paxos/proposer.h"
 #include "paxos/value.h"
 #include "utils/crc32c.h"
@@ -106,11 +107,21 @@ void Learner::ApplyOne(uint64_t instance, const std::string& value) {
   }
   out.noop = out.value.empty();
   const size_t slot = ctx_->out()->chosen.size();
+  const uint64_t proposer = out.proposer, proposal_id = out.proposal_id;
   ctx_->out()->chosen.push_back(std::move(out));
+  // The master first: it may want another noop, which the proposer places
+  // when it drives on below.
+  uint64_t forwarded_token = 0;
+  const bool forwarded =
+      master_->OnApplied(instance, value, proposer, proposal_id, &forwarded_token);
   uint64_t token = 0;
   if (proposer_->OnApplied(instance, value, &token)) {
     ctx_->out()->chosen[slot].ours = true;
     ctx_->out()->chosen[slot].token = token;
+  } else if (forwarded) {
+    // Proposed by the master on our behalf: reported like our own.
+    ctx_->out()->chosen[slot].ours = true;
+    ctx_->out()->chosen[slot].token = forwarded_token;
   }
 }
 

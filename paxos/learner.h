@@ -26,9 +26,10 @@ namespace paxos {
 class Learner {
  public:
   explicit Learner(CoreContext* ctx) : ctx_(ctx) {}
-  void SetRoles(Acceptor* acceptor, Proposer* proposer) {
+  void SetRoles(Acceptor* acceptor, Proposer* proposer, Master* master) {
     acceptor_ = acceptor;
     proposer_ = proposer;
+    master_ = master;
   }
 
   // Recovery, in instance order: `instance` is chosen with `value` and its
@@ -82,6 +83,7 @@ class Learner {
   CoreContext* const ctx_;
   Acceptor* acceptor_ = nullptr;
   Proposer* proposer_ = nullptr;
+  Master* master_ = nullptr;
   uint64_t chosen_end_ = 0;
   uint32_t last_checksum_ = 0;
   bool halted_ = false;

@@ -172,7 +172,7 @@ class Master {
   void SendHeartbeat();
   void ArmElection();
   void StepDown();
-  void FailReads(const std::string& why, bool all);
+  void FailReads(const std::string& why);
   void Barrier(uint64_t token, uint64_t instance, const Status& s);
   uint64_t DriftedLease() const;
 

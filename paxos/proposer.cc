@@ -4,6 +4,7 @@
 
 #include "paxos/acceptor.h"
 #include "paxos/learner.h"
+#include "paxos/master.h"
 #include "paxos/value.h"
 
 namespace chorus {
@@ -20,14 +21,16 @@ void Proposer::Propose(uint64_t token, const std::string& data) {
 
 void Proposer::Cancel(uint64_t token) {
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-    if (it->token == token) {
+    if (it->token == token && !it->forwarded) {
       queue_.erase(it);
       ctx_->out()->finished.push_back({token, 0, Status::Stopped("proposal cancelled")});
       return;
     }
   }
   for (auto& kv : slots_) {
-    if (kv.second.has_own && kv.second.own.token == token) kv.second.own.cancelled = true;
+    if (kv.second.has_own && !kv.second.own.forwarded && kv.second.own.token == token) {
+      kv.second.own.cancelled = true;
+    }
   }
 }
 
@@ -52,9 +55,36 @@ uint64_t Proposer::Bound() const {
   return std::min(limit_, learner_->chosen_end() + ctx_->options().window);
 }
 
+void Proposer::HandOver() {
+  uint64_t master = 0;
+  if (!master_->ShouldForward(&master)) return;  // (just released: wait)
+  while (!queue_.empty()) {
+    Proposal p = std::move(queue_.front());
+    queue_.pop_front();
+    if (p.forwarded) {
+      // Another node's: never forwarded twice (a copy may already be on its
+      // way); its origin's deadline ends it, outcome unknown.
+      ctx_->stats()->forwards_dropped++;
+      continue;
+    }
+    // Never voted on (it was only queued), so exactly once holds.
+    Status s = master_->Forward(p.token, p.envelope);
+    if (!s.ok()) ctx_->out()->finished.push_back({p.token, 0, s});
+  }
+}
+
 void Proposer::Drive() {
   if (learner_->halted()) return;
   next_instance_ = std::max(next_instance_, learner_->chosen_end());
+  if (master_->Defers()) {
+    // Another node is a live master: no phase 1 and no fresh values here
+    // (proposers no longer duel); the queue goes to the master. A phase 1
+    // under way is given up (its late promises would only make a rival).
+    campaign_ = false;
+    if (phase_ == Phase::kPreparing) Yield();
+    HandOver();
+    return;
+  }
   if (phase_ == Phase::kIdle) {
     if (HasWork()) StartPrepare();
     return;
@@ -70,6 +100,18 @@ void Proposer::Drive() {
   }
   const bool was_armed = accept_timer_armed_ && HasUnchosenSlot();
   bool sent = false;
+  // A new master's noop first, above everything phase 1 filled.
+  while (noop_wanted_ && slots_.size() < ctx_->options().max_inflight &&
+         next_instance_ < Bound()) {
+    const uint64_t instance = next_instance_++;
+    if (learner_->IsChosen(instance) || slots_.count(instance) != 0) continue;
+    Slot& slot = slots_[instance];
+    slot.value = EncodeValue(ctx_->options().self, ctx_->rng()->Next(), std::string());
+    noop_wanted_ = false;
+    master_->NoteNoop(instance, slot.value);
+    SendAccept(instance, &slot);
+    sent = true;
+  }
   while (!queue_.empty() && slots_.size() < ctx_->options().max_inflight &&
          next_instance_ < Bound()) {
     const uint64_t instance = next_instance_++;
@@ -95,6 +137,8 @@ void Proposer::StartPrepare() {
   promise_limit_ = UINT64_MAX;
   limit_ = UINT64_MAX;
   promised_by_.clear();
+  refused_by_.clear();
+  noop_wanted_ = false;
   adopted_.clear();
   chosen_reported_.clear();
   behind_.clear();
@@ -148,6 +192,7 @@ void Proposer::OnPrepared() {
   if (learner_->halted() || phase_ != Phase::kPreparing) return;
   phase_ = Phase::kPrepared;
   unstick_ = false;
+  campaign_ = false;
 
   // The ballot is usable below the lowest reported_end only, and below every
   // reported value this node cannot keep: a peer with a larger window may
@@ -200,6 +245,7 @@ void Proposer::OnPrepared() {
   adopted_.clear();
   next_instance_ = std::max(next_instance_, end);
   ArmAcceptTimer();
+  master_->OnPrepared(ballot_);  // master election: this node is master now
   Drive();
 }
 
@@ -283,8 +329,18 @@ void Proposer::ResendAccept(uint64_t peer, uint64_t instance) {
 }
 
 void Proposer::OnReject(const PaxosMsg& msg) {
-  NoteBallot(Ballot::FromPb(msg.promised()));
+  const Ballot promised = Ballot::FromPb(msg.promised());
+  NoteBallot(promised);
+  master_->OnHigherBallot(promised);
   if (Ballot::FromPb(msg.ballot()) != ballot_) return;
+  if (msg.type() == PREPARE_REJECT && msg.lease_holder() != 0 && phase_ == Phase::kPreparing &&
+      msg.instance() == prepare_from_) {
+    // Refused for a lease grant (or a startup hold), the promise untouched:
+    // no sign of a higher ballot. Go on while a majority may still promise.
+    refused_by_.insert(msg.from());
+    const size_t members = ctx_->options().members.size();
+    if (members - refused_by_.size() >= ctx_->options().Majority()) return;
+  }
   if (phase_ == Phase::kPreparing || phase_ == Phase::kPrepared) GoBackoff();
 }
 
@@ -327,7 +383,11 @@ bool Proposer::OnApplied(uint64_t instance, const std::string& value, uint64_t* 
   if (it != slots_.end()) {
     Slot slot = std::move(it->second);
     slots_.erase(it);
-    if (slot.has_own) {
+    if (slot.has_own && slot.own.forwarded) {
+      // Proposed for another node: its origin reports it. Lost here: next
+      // instance, like our own.
+      if (slot.own.envelope != value) queue_.push_front(std::move(slot.own));
+    } else if (slot.has_own) {
       if (slot.own.envelope == value) {
         ours = true;
         *token = slot.own.token;
@@ -343,6 +403,33 @@ bool Proposer::OnApplied(uint64_t instance, const std::string& value, uint64_t* 
   }
   Drive();
   return ours;
+}
+
+void Proposer::Campaign() {
+  if (learner_->halted()) return;
+  campaign_ = true;
+  if (phase_ != Phase::kPreparing) StartPrepare();
+}
+
+void Proposer::ProposeForwarded(const std::string& envelope) {
+  Proposal p;
+  p.envelope = envelope;
+  p.forwarded = true;
+  queue_.push_back(std::move(p));
+  Drive();
+}
+
+void Proposer::Yield() {
+  if (phase_ != Phase::kPreparing && phase_ != Phase::kPrepared) return;
+  phase_ = Phase::kIdle;
+  noop_wanted_ = false;
+  campaign_ = false;
+  behind_.clear();
+  ctx_->CancelTimer(TimerKind::kPrepare);
+  if (accept_timer_armed_) {
+    ctx_->CancelTimer(TimerKind::kAccept);
+    accept_timer_armed_ = false;
+  }
 }
 
 void Proposer::Unstick() {

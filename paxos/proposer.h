@@ -49,6 +49,7 @@ class Proposer {
  public:
   Proposer(CoreContext* ctx, Learner* learner, Acceptor* acceptor)
       : ctx_(ctx), learner_(learner), acceptor_(acceptor) {}
+  void SetMaster(Master* master) { master_ = master; }
 
   // Recovery: the highest ballot number this node has seen.
   void NoteBallot(const Ballot& b) {
@@ -77,6 +78,21 @@ class Proposer {
   // The learner is stuck behind a gap: run phase 1 to fill it.
   void Unstick();
 
+  // Master election (master.h).
+  // Run phase 1 now, even with nothing queued (unless already preparing).
+  void Campaign();
+  // Propose a noop at the next free instance of the prepared ballot (the
+  // new master's first commit); Master::NoteNoop says where it went.
+  void WantNoop() { noop_wanted_ = true; }
+  // The master proposes an envelope another node forwarded (no waiter here).
+  void ProposeForwarded(const std::string& envelope);
+  // Something changed for routing (a master became known): drive on, which
+  // forwards the queued proposals when another node is master.
+  void Kick() { Drive(); }
+  // Mastership handed over: stop using the ballot (the slots stay; a later
+  // phase 1, or the new master's, decides their instances).
+  void Yield();
+
   enum class Phase { kIdle, kPreparing, kPrepared, kBackoff };
   Phase phase() const { return phase_; }
   const Ballot& ballot() const { return ballot_; }
@@ -88,6 +104,7 @@ class Proposer {
     uint64_t token = 0;
     std::string envelope;
     bool cancelled = false;
+    bool forwarded = false;  // another node's, proposed for it (no waiter)
   };
   struct Slot {
     std::string value;  // what this proposer asks acceptors to accept here
@@ -98,7 +115,9 @@ class Proposer {
     Proposal own;  // this node's proposal waiting on this instance
   };
 
-  bool HasWork() const { return !queue_.empty() || !slots_.empty() || unstick_; }
+  bool HasWork() const {
+    return !queue_.empty() || !slots_.empty() || unstick_ || campaign_;
+  }
   void Drive();
   void StartPrepare();
   void OnPrepared();
@@ -110,10 +129,13 @@ class Proposer {
   void ResendAccept(uint64_t peer, uint64_t instance);
   void ArmAcceptTimer();
   bool HasUnchosenSlot() const;
+  // Queued proposals go to the live master (or end NotMaster).
+  void HandOver();
 
   CoreContext* const ctx_;
   Learner* const learner_;
   Acceptor* const acceptor_;
+  Master* master_ = nullptr;
   Phase phase_ = Phase::kIdle;
   Ballot ballot_;
   uint64_t max_number_ = 0;
@@ -121,6 +143,12 @@ class Proposer {
   uint64_t promise_limit_ = UINT64_MAX;  // kPreparing: min reported_end so far
   uint64_t limit_ = UINT64_MAX;          // kPrepared: the ballot is usable below
   std::set<uint64_t> promised_by_;
+  // kPreparing: acceptors that refused for a lease grant or startup hold.
+  std::set<uint64_t> refused_by_;
+  bool noop_wanted_ = false;
+  // Running for master (Campaign): phase 1 is retried after a backoff until
+  // it succeeds or another node is known as master.
+  bool campaign_ = false;
   struct Adopted {
     Ballot ballot;
     std::string value;

@@ -1,7 +1,9 @@
 // A tiny hand-driven cluster for the paxos unit tests: N Cores over
 // MemLogStorage, a FIFO "network" the test pumps explicitly, and the last
 // timer of each kind per node so a test can fire it. Catch-up reads are
-// served inline, right after their step's persist.
+// served inline, right after their step's persist. Time (Core::SetNow) is
+// the harness's clock, set by SetTime (a node's own clock may run ahead:
+// SetNodeTime).
 #ifndef CHORUS_UNITTEST_PAXOS_HARNESS_H_
 #define CHORUS_UNITTEST_PAXOS_HARNESS_H_
 
@@ -34,6 +36,9 @@ class Harness {
     std::vector<ProposalResult> finished;
     std::vector<Status> errors;
     std::map<TimerKind, TimerId> timers;
+    std::vector<BarrierResult> barriers;
+    std::vector<MasterView> views;  // every Outputs::master reported
+    size_t writes = 0;              // log writes (non-empty persists)
   };
 
   explicit Harness(int n, std::function<void(CoreOptions*)> tweak = nullptr) : tweak_(tweak) {
@@ -58,6 +63,7 @@ class Harness {
     Node& n = *nodes_[i];
     n.core.reset();
     ASSERT_TRUE(Core::Open(Options(i), &n.log, &n.core).ok());
+    n.core->SetNow(now_);
     Outputs out;
     n.core->Start(&out);
     Exec(i, &out);
@@ -71,6 +77,7 @@ class Harness {
     Node& n = *nodes_[i];
     if (!out->persist.empty()) {
       EXPECT_TRUE(n.log.Write(out->persist, out->sync).ok());
+      n.writes++;
     }
     for (auto& m : out->messages) Route(i, m);
     // Catch-up reads, after the persist (catchup.h): served at once here.
@@ -83,7 +90,19 @@ class Harness {
     for (auto& f : out->finished) n.finished.push_back(f);
     for (auto& e : out->errors) n.errors.push_back(e);
     for (auto& t : out->timers) n.timers[t.id.kind] = t.id;
+    for (auto& b : out->barriers) n.barriers.push_back(b);
+    if (out->master_changed) n.views.push_back(out->master);
   }
+
+  // The harness clock: every core's time (a core ahead keeps its own).
+  void SetTime(uint64_t now) {
+    now_ = now;
+    for (auto& n : nodes_) {
+      if (n->core) n->core->SetNow(now);
+    }
+  }
+  void SetNodeTime(int i, uint64_t now) { core(i)->SetNow(now); }
+  uint64_t now() const { return now_; }
 
   Status Propose(int i, uint64_t token, const std::string& v) {
     Outputs out;
@@ -154,6 +173,7 @@ class Harness {
 
  private:
   std::function<void(CoreOptions*)> tweak_;
+  uint64_t now_ = 0;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::deque<std::pair<int, std::string>> net_;
   std::set<int> isolated_;

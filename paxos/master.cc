@@ -1,0 +1,515 @@
+#include "paxos/master.h"
+
+#include "paxos/acceptor.h"
+#include "paxos/learner.h"
+#include "paxos/proposer.h"
+#include "paxos/value.h"
+
+namespace chorus {
+namespace paxos {
+
+namespace {
+// How many FORWARD identities a master remembers to drop duplicates.
+constexpr size_t kSeenForwards = 1 << 16;
+}  // namespace
+
+// ---- time and steps ----
+
+uint64_t Master::DriftedLease() const {
+  const CoreOptions& o = ctx_->options();
+  if (ctx_->Mutated(TestMutation::kLeaseIgnoresDrift)) return o.lease_ms;
+  // lease_ms <= 3.6e6 and ppm < 5e5 (options.cc): no overflow. Rounded
+  // down, which only shortens the lease.
+  return o.lease_ms * (1000000 - o.max_clock_drift_ppm) / (1000000 + o.max_clock_drift_ppm);
+}
+
+bool Master::HoldActive() const {
+  return ctx_->now() < hold_until_ && !ctx_->Mutated(TestMutation::kNoStartupHold);
+}
+
+bool Master::GrantLive() const { return grant_holder_ != 0 && ctx_->now() < grant_until_; }
+
+void Master::Start() {
+  if (!enabled()) return;
+  // The startup hold: the grants given before a crash are forgotten, and one
+  // may live on for up to lease_ms (our clock) from the moment we crashed,
+  // which is before now. Refusing every PREPARE until now + lease_ms
+  // outlasts it.
+  hold_until_ = ctx_->now() + ctx_->options().lease_ms;
+  ArmElection();
+}
+
+void Master::ArmElection() {
+  const CoreOptions& o = ctx_->options();
+  ctx_->StartTimer(TimerKind::kElection,
+                   o.election_timeout_ms + ctx_->rng()->Uniform(o.election_jitter_ms + 1));
+}
+
+void Master::BeginStep() {
+  if (!enabled()) return;
+  const uint64_t now = ctx_->now();
+  if (is_master_) {
+    // A master whose lease ran out without renewal (or that never got one
+    // within lease_ms) is no master: it cannot reach a majority.
+    const uint64_t first = since_ + ctx_->options().lease_ms;
+    if (now >= lease_until_ && (now >= first || released_)) StepDown();
+  }
+  if (known_node_ != 0 && now >= known_until_) known_node_ = 0;
+  // Read-index requests without a reply in lease_ms, or whose master is
+  // not the live one any more, end Busy (the caller retries).
+  for (auto it = reads_.begin(); it != reads_.end();) {
+    const ReadRequest& r = it->second;
+    if (now >= r.sent_at + ctx_->options().lease_ms || !Live(now) || known_node_ != r.master) {
+      Barrier(r.token, 0, Status::Busy("read index: no answer from master " +
+                                       std::to_string(r.master) + " in time"));
+      it = reads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // A follower too far behind to reach the read index soon: Busy too.
+  const uint64_t patience = ctx_->options().election_timeout_ms;
+  for (auto it = waits_.begin(); it != waits_.end();) {
+    if (now >= it->sent_at + patience) {
+      Barrier(it->token, 0, Status::Busy("read index: this node did not catch up in time"));
+      it = waits_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Master::EndStep() {
+  if (!enabled()) return;
+  const uint64_t end = learner_->chosen_end();
+  for (auto it = waits_.begin(); it != waits_.end();) {
+    if (end >= it->index) {
+      Barrier(it->token, it->index, Status::OK());
+      it = waits_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  const MasterView v = View();
+  if (v.node != last_view_.node || v.epoch != last_view_.epoch ||
+      v.self_ready != last_view_.self_ready) {
+    ctx_->out()->master_changed = true;
+    ctx_->out()->master = v;
+  }
+  last_view_ = v;
+}
+
+void Master::Barrier(uint64_t token, uint64_t instance, const Status& s) {
+  ctx_->out()->barriers.push_back({token, instance, s});
+}
+
+// ---- acceptor side ----
+
+void Master::Grant(uint64_t holder, const Ballot& b) {
+  grant_holder_ = holder;
+  grant_ballot_ = b;
+  grant_until_ = ctx_->now() + ctx_->options().lease_ms;
+}
+
+bool Master::RefusePrepare(const PaxosMsg& msg) {
+  if (!enabled()) return false;
+  const bool hold = HoldActive();
+  // The holder itself may prepare (a master whose ballot reached its limit
+  // runs phase 1 again): its own lease is what the grant protects.
+  const bool grant = GrantLive() && msg.from() != grant_holder_ &&
+                     !ctx_->Mutated(TestMutation::kPrepareIgnoresGrant);
+  if (!hold && !grant) return false;
+  // Refused WITHOUT touching the promise: raising it would let a lagging
+  // node push the master's ballot out (and cost a write) for nothing.
+  PaxosMsg reply;
+  reply.set_type(PREPARE_REJECT);
+  reply.set_instance(msg.instance());
+  *reply.mutable_ballot() = msg.ballot();
+  acceptor_->promised().ToPb(reply.mutable_promised());
+  reply.set_lease_holder(grant || GrantLive() ? grant_holder_ : kUnknownHolder);
+  ctx_->stats()->prepares_refused++;
+  ctx_->Send(msg.from(), &reply);
+  return true;
+}
+
+void Master::OnAccepted(const PaxosMsg& msg) {
+  if (!enabled()) return;
+  // Accepting ballot b means promised == b now: the same condition as a
+  // heartbeat's grant. A rival whose ACCEPT is accepted has a majority of
+  // promises, which (master.h) it got only after the leases of any earlier
+  // grant majority ended.
+  Grant(msg.from(), Ballot::FromPb(msg.ballot()));
+}
+
+void Master::OnHeartbeat(const PaxosMsg& msg) {
+  if (!enabled()) return;
+  const Ballot b = Ballot::FromPb(msg.ballot());
+  const uint64_t self = ctx_->options().self;
+  Ballot promised = acceptor_->promised();
+  bool granted = b >= promised;
+  if (msg.from() != self && is_master_) {
+    if (ballot_ < b) {
+      StepDown();  // a master of a higher ballot exists
+    } else {
+      // A stale master: refuse it, and tell it our higher ballot.
+      granted = false;
+      if (promised < ballot_) promised = ballot_;
+    }
+  }
+  if (granted) {
+    Grant(msg.from(), b);
+    if (msg.from() != self) {
+      known_node_ = msg.from();
+      known_ballot_ = b;
+      known_chosen_end_ = msg.chosen_end();
+      known_until_ = ctx_->now() + ctx_->options().election_timeout_ms;
+      ArmElection();
+      // Proposals queued here before the master was known go to it now.
+      proposer_->Kick();
+    }
+  }
+  PaxosMsg ack;
+  ack.set_type(HEARTBEAT_ACK);
+  ack.set_instance(msg.instance());
+  *ack.mutable_ballot() = msg.ballot();
+  promised.ToPb(ack.mutable_promised());
+  ctx_->Send(msg.from(), &ack);
+}
+
+void Master::OnRelease(const PaxosMsg& msg) {
+  if (!enabled()) return;
+  const uint64_t target = msg.instance();
+  const uint64_t self = ctx_->options().self;
+  // Only the grant the releasing master holds, under the ballot it releases
+  // (a stale, duplicated RELEASE cannot move a newer grant).
+  if (grant_holder_ == msg.from() && grant_ballot_ == Ballot::FromPb(msg.ballot()) &&
+      GrantLive()) {
+    if (target == 0) {
+      grant_holder_ = 0;
+    } else {
+      Grant(target, grant_ballot_);
+    }
+  }
+  if (known_node_ == msg.from()) known_node_ = 0;
+  if (target == self && msg.from() != self && !is_master_) {
+    ctx_->stats()->elections_started++;
+    proposer_->Campaign();
+  }
+}
+
+// ---- master side ----
+
+void Master::OnPrepared(const Ballot& b) {
+  if (!enabled()) return;
+  ballot_ = b;
+  if (!is_master_) {
+    is_master_ = true;
+    ready_ = false;
+    released_ = false;
+    has_noop_ = false;
+    since_ = ctx_->now();
+    lease_until_ = 0;
+    rounds_.clear();
+    known_node_ = 0;
+    FailReads("this node became master");
+  }
+  if (!ready_) proposer_->WantNoop();
+  SendHeartbeat();
+}
+
+void Master::NoteNoop(uint64_t instance, const std::string& envelope) {
+  has_noop_ = true;
+  noop_instance_ = instance;
+  noop_envelope_ = envelope;
+}
+
+void Master::SendHeartbeat() {
+  const CoreOptions& o = ctx_->options();
+  const uint64_t seq = ++heartbeat_seq_;
+  rounds_[seq].sent_at = ctx_->now();
+  // Rounds older than a lease can only give a lease already over.
+  const size_t keep = static_cast<size_t>(o.lease_ms / o.heartbeat_interval_ms) + 2;
+  while (rounds_.size() > keep) rounds_.erase(rounds_.begin());
+  ctx_->stats()->heartbeats_sent++;
+  ctx_->StartTimer(TimerKind::kHeartbeat, o.heartbeat_interval_ms);
+  PaxosMsg msg;
+  msg.set_type(HEARTBEAT);
+  msg.set_instance(seq);
+  ballot_.ToPb(msg.mutable_ballot());
+  ctx_->Send(kBroadcast, &msg);  // our own acceptor grants us in this step
+}
+
+void Master::OnHeartbeatAck(const PaxosMsg& msg) {
+  if (!enabled() || !is_master_ || released_) return;
+  if (Ballot::FromPb(msg.ballot()) != ballot_) return;  // an older ballot's round
+  const Ballot promised = Ballot::FromPb(msg.promised());
+  if (promised > ballot_) {
+    // Refused: that acceptor promised a higher ballot. Our own newer one (a
+    // phase 1 again in progress) is no news. Another node's may be a stale
+    // promise (a proposer that lost) or a newer master: run phase 1 again
+    // above it. As the holder of our grants we may; a newer master's grants
+    // refuse us, and its heartbeats (or our lease's end) depose us.
+    if (promised.node_id != ctx_->options().self) {
+      proposer_->NoteBallot(promised);
+      proposer_->Campaign();
+    }
+    return;
+  }
+  auto it = rounds_.find(msg.instance());
+  if (it == rounds_.end()) return;
+  it->second.acks.insert(msg.from());
+  if (it->second.acks.size() < ctx_->options().Majority()) return;
+  // Every grant of this round was given after sent_at (our clock) and lasts
+  // lease_ms on a clock at most 1 + rho fast; ours is at most 1 + rho slow.
+  const uint64_t until = it->second.sent_at + DriftedLease();
+  if (until > lease_until_) lease_until_ = until;
+  rounds_.erase(rounds_.begin(), std::next(it));
+}
+
+void Master::OnHigherBallot(const Ballot& b) {
+  if (!enabled() || !is_master_) return;
+  if (b > ballot_ && b.node_id != ctx_->options().self) StepDown();
+}
+
+void Master::StepDown() {
+  if (!is_master_) return;
+  is_master_ = false;
+  ready_ = false;
+  released_ = false;
+  lease_until_ = 0;
+  has_noop_ = false;
+  rounds_.clear();
+  ctx_->CancelTimer(TimerKind::kHeartbeat);
+}
+
+void Master::OnTimeout(TimerKind kind) {
+  if (!enabled()) return;
+  if (kind == TimerKind::kHeartbeat) {
+    if (is_master_ && !released_) SendHeartbeat();
+    return;
+  }
+  if (kind != TimerKind::kElection) return;
+  ArmElection();
+  const uint64_t now = ctx_->now();
+  if (is_master_ || now < no_campaign_until_ || Live(now)) return;
+  // Someone was master lately (our own acceptor still grants it), or our
+  // own acceptor is in its startup hold: our PREPARE would be refused.
+  if ((GrantLive() && grant_holder_ != ctx_->options().self) || HoldActive()) return;
+  ctx_->stats()->elections_started++;
+  proposer_->Campaign();
+}
+
+void Master::OnForward(const PaxosMsg& msg) {
+  if (!enabled()) return;
+  uint64_t proposer = 0, id = 0;
+  std::string data;
+  if (!is_master_ || released_ || !DecodeValue(msg.value(), &proposer, &id, &data) ||
+      data.empty() || proposer != msg.from()) {
+    ctx_->stats()->forwards_dropped++;
+    return;
+  }
+  // The network may deliver a FORWARD twice: proposing it twice would get
+  // it chosen (and executed) twice.
+  const auto key = std::make_pair(proposer, id);
+  if (!seen_forwards_.insert(key).second) {
+    ctx_->stats()->forwards_dropped++;
+    return;
+  }
+  seen_order_.push_back(key);
+  while (seen_order_.size() > kSeenForwards) {
+    seen_forwards_.erase(seen_order_.front());
+    seen_order_.pop_front();
+  }
+  ctx_->stats()->forwards_proposed++;
+  proposer_->ProposeForwarded(msg.value());
+}
+
+bool Master::OnApplied(uint64_t instance, const std::string& envelope, uint64_t proposer,
+                       uint64_t id, uint64_t* token) {
+  if (!enabled()) return false;
+  if (is_master_ && !ready_ && has_noop_ && instance == noop_instance_) {
+    has_noop_ = false;
+    if (envelope == noop_envelope_) {
+      ready_ = true;  // chosen in our ballot (only it proposed this envelope)
+    } else {
+      proposer_->WantNoop();  // another value won there: try the next one
+    }
+  }
+  if (proposer != ctx_->options().self) return false;
+  auto it = forwarded_.find(id);
+  if (it == forwarded_.end()) return false;
+  *token = it->second;
+  forwarded_.erase(it);
+  ctx_->out()->finished.push_back({*token, instance, Status::OK()});
+  return true;
+}
+
+// ---- routing ----
+
+bool Master::Defers() const {
+  if (!enabled() || is_master_) return false;
+  const uint64_t now = ctx_->now();
+  return Live(now) || now < no_campaign_until_;
+}
+
+bool Master::ShouldForward(uint64_t* master) const {
+  if (!enabled() || is_master_ || !Live(ctx_->now())) return false;
+  *master = known_node_;
+  return true;
+}
+
+Status Master::Forward(uint64_t token, const std::string& envelope) {
+  uint64_t master = 0;
+  if (!ShouldForward(&master)) return Status::NotMaster("paxos: not the master; none known");
+  if (!ctx_->options().forward_to_master) {
+    return Status::NotMaster("paxos: not the master; the master is node " +
+                             std::to_string(master));
+  }
+  uint64_t proposer = 0, id = 0;
+  std::string data;
+  DecodeValue(envelope, &proposer, &id, &data);
+  forwarded_[id] = token;
+  ctx_->stats()->forwards_sent++;
+  PaxosMsg msg;
+  msg.set_type(FORWARD);
+  msg.set_value(envelope);
+  ctx_->Send(master, &msg);
+  return Status::OK();
+}
+
+bool Master::CancelForwarded(uint64_t token) {
+  for (auto it = forwarded_.begin(); it != forwarded_.end(); ++it) {
+    if (it->second == token) {
+      forwarded_.erase(it);
+      ctx_->out()->finished.push_back({token, 0, Status::Stopped("proposal cancelled")});
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- reads ----
+
+bool Master::HoldsLease() const {
+  if (!enabled() || !is_master_) return false;
+  const bool ready = ready_ || ctx_->Mutated(TestMutation::kReadBeforeNoopCommit);
+  return ready && ctx_->now() < lease_until_;
+}
+
+void Master::ReadBarrier(uint64_t token) {
+  if (!enabled()) {
+    Barrier(token, 0, Status::NotSupported("master election is off"));
+    return;
+  }
+  if (is_master_) {
+    if (HoldsLease()) {
+      // Every value chosen so far is below chosen_end: only this master
+      // gets values chosen during its lease, it learns each the moment it
+      // is chosen, and its noop put every older one below it.
+      Barrier(token, learner_->chosen_end(), Status::OK());
+    } else {
+      Barrier(token, 0, Status::Busy("master not ready or lease not held"));
+    }
+    return;
+  }
+  uint64_t master = 0;
+  if (!ShouldForward(&master)) {
+    Barrier(token, 0, Status::Busy("no master known"));
+    return;
+  }
+  const uint64_t seq = ++read_seq_;
+  reads_[seq] = {token, master, ctx_->now()};
+  ctx_->stats()->read_index_requests++;
+  PaxosMsg msg;
+  msg.set_type(READ_INDEX);
+  msg.set_instance(seq);
+  ctx_->Send(master, &msg);
+}
+
+void Master::OnReadIndex(const PaxosMsg& msg) {
+  if (!enabled()) return;
+  PaxosMsg reply;
+  reply.set_type(READ_INDEX_REPLY);
+  reply.set_instance(msg.instance());
+  // A ready master's chosen_end is at least 1 (its noop): 0 is the refusal.
+  reply.set_read_index(HoldsLease() ? learner_->chosen_end() : 0);
+  ctx_->Send(msg.from(), &reply);
+}
+
+void Master::OnReadIndexReply(const PaxosMsg& msg) {
+  if (!enabled()) return;
+  auto it = reads_.find(msg.instance());
+  if (it == reads_.end() || it->second.master != msg.from()) return;
+  const ReadRequest r = it->second;
+  reads_.erase(it);
+  const uint64_t index = msg.read_index();
+  if (index == 0) {
+    Barrier(r.token, 0, Status::Busy("read index: master " + std::to_string(r.master) +
+                                     " refused (not ready or not in its lease)"));
+    return;
+  }
+  waits_.push_back({r.token, index, r.sent_at});
+  // Behind the master: ask it for the values at once (EndStep completes the
+  // barrier once chosen_end reaches the index).
+  learner_->NotePeer(msg.from(), index, /*urgent=*/true);
+}
+
+void Master::FailReads(const std::string& why) {
+  for (const auto& kv : reads_) Barrier(kv.second.token, 0, Status::Busy("read index: " + why));
+  reads_.clear();
+}
+
+// ---- transfer ----
+
+Status Master::Transfer(uint64_t target) {
+  if (!enabled()) return Status::NotSupported("master election is off");
+  const uint64_t self = ctx_->options().self;
+  if (!is_master_ || released_) {
+    return Status::NotMaster(known_node_ != 0 && Live(ctx_->now())
+                                 ? "paxos: not the master; the master is node " +
+                                       std::to_string(known_node_)
+                                 : std::string("paxos: not the master; none known"));
+  }
+  if (target != 0 && !ctx_->options().IsMember(target)) {
+    return Status::InvalidArgument("TransferMaster: node " + std::to_string(target) +
+                                   " is not a member");
+  }
+  if (target == self) return Status::OK();
+  const Ballot ballot = ballot_;
+  if (ctx_->Mutated(TestMutation::kTransferKeepsLease)) {
+    released_ = true;  // keeps claiming its lease until it runs out
+    ctx_->CancelTimer(TimerKind::kHeartbeat);
+  } else {
+    // The lease goes first, in this very step: no lease read is served
+    // after this returns, and the RELEASE below (which lets the target win
+    // phase 1 before our lease would have ended) leaves only after it.
+    StepDown();
+  }
+  no_campaign_until_ = ctx_->now() + ctx_->options().election_timeout_ms;
+  proposer_->Yield();
+  PaxosMsg msg;
+  msg.set_type(RELEASE);
+  msg.set_instance(target);
+  ballot.ToPb(msg.mutable_ballot());
+  ctx_->Send(kBroadcast, &msg);  // our own acceptor moves its grant too
+  return Status::OK();
+}
+
+MasterView Master::View() const {
+  MasterView v;
+  if (!enabled()) return v;
+  if (is_master_) {
+    v.node = ctx_->options().self;
+    v.epoch = ballot_;
+    v.self_ready = HoldsLease();
+    v.master_chosen_end = learner_->chosen_end();
+  } else if (Live(ctx_->now())) {
+    v.node = known_node_;
+    v.epoch = known_ballot_;
+    v.master_chosen_end = known_chosen_end_;
+  }
+  return v;
+}
+
+}  // namespace paxos
+}  // namespace chorus
