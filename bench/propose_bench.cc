@@ -293,7 +293,7 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
   const double ops = static_cast<double>(all.size()) / elapsed_s;
   const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
   const double p999 = Percentile(all, 0.999), max = all.empty() ? 0 : all.back() / 1000.0;
-  const double mb_per_sec = ops * FLAGS_value_size / 1e6;
+  const double mb_per_sec = FLAGS_reads ? 0 : ops * FLAGS_value_size / 1e6;  // reads carry none
   // CPU microseconds per value, per node and in total (-1: unknown).
   std::vector<double> cpu_us_by_node;
   double cpu_us_total = all.empty() ? -1 : 0;
