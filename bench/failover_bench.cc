@@ -22,11 +22,12 @@
 //   a read probe: while this node is master (IsMaster), ReadBarrier (a lease
 //     read: no message, no log write); its first success ends first_read_ms.
 // Each figure is the earliest over the two survivors. --after_ms later the
-// parent stops the load; each survivor calls ReadBarrier (its state machine
-// then holds every value chosen before) and writes out the values it
-// executed. lost = acknowledged values (of all three nodes, the killed one
-// included) missing from a survivor; duplicates = values a survivor executed
-// twice. Both must be 0.
+// parent stops the load on both survivors; once every call there returned,
+// each calls ReadBarrier (its state machine then holds every value chosen
+// before, so every acknowledged one) and writes out the values it executed.
+// lost = acknowledged values (of all three nodes, the killed one included)
+// missing from a survivor; duplicates = values a survivor executed twice.
+// Both must be 0.
 //
 // Output: one line per round and the medians (a table), or with --json one
 // object: failover_ms, first_read_ms (medians over the rounds), lost and
@@ -81,6 +82,9 @@ DEFINE_int32(election_jitter_ms, -1, "Options::election_jitter_ms (-1: default)"
 DEFINE_int32(heartbeat_interval_ms, -1, "Options::heartbeat_interval_ms (-1: default)");
 DEFINE_bool(sync_writes, true, "Options::sync_writes (fsync); keep on for real figures");
 DEFINE_bool(json, false, "print one JSON object instead of a table");
+DEFINE_bool(keep_failed, false,
+            "keep the temp dir of a failed round (its logs, ack logs and executed values) and "
+            "print its path");
 
 // Hidden: how the program runs its node processes.
 DEFINE_string(role, "", "(internal) 'node' in a child process");
@@ -257,13 +261,11 @@ void WatchMaster(NodeRun* run, const std::vector<chorus::NodeInfo>& nodes) {
   }
 }
 
-// Stops the load, waits (ReadBarrier) until this node executed every value
-// chosen so far and writes the ids of its executed values to `path`.
-std::string StopAndDump(NodeRun* run, std::vector<std::thread>* threads,
-                        const RecordingStateMachine& machine, const std::string& path) {
-  run->stop.store(true);
-  for (std::thread& t : *threads) t.join();
-  threads->clear();
+// Waits (ReadBarrier) until this node executed every value chosen so far
+// and writes the ids of its executed values to `path`. The parent asks for it
+// only once every survivor's load stopped, so every acknowledgement came
+// before the barrier began: the values must all be there.
+std::string Dump(NodeRun* run, const RecordingStateMachine& machine, const std::string& path) {
   chorus::Status s;
   const auto deadline = Clock::now() + std::chrono::seconds(FLAGS_deadline_s);
   do {
@@ -318,14 +320,20 @@ int RunNode() {
   threads.emplace_back(ReadProbe, &run);
   Tell("ready");
 
-  // Commands from the parent, one per line: "killed <ns>", "stop", "exit";
-  // stdin's end (the parent died) is "exit".
+  // Commands from the parent, one per line: "killed <ns>", "stop" (the load
+  // and the probes; answered "quiet" once every call returned), "dump",
+  // "exit"; stdin's end (the parent died) is "exit".
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.rfind("killed ", 0) == 0) {
       run.kill_ns.store(std::atoll(line.c_str() + 7));
     } else if (line == "stop") {
-      Tell("stopped " + StopAndDump(&run, &threads, machine, FLAGS_data_dir + ".executed") +
+      run.stop.store(true);
+      for (std::thread& t : threads) t.join();
+      threads.clear();
+      Tell("quiet");
+    } else if (line == "dump") {
+      Tell("stopped " + Dump(&run, machine, FLAGS_data_dir + ".executed") +
            (acks.failed() ? " ack_log_failed" : ""));
     } else if (line == "exit") {
       break;
@@ -352,6 +360,7 @@ struct Child {
   int master = -1;  // the master index it last named
   int64_t first_propose_ns = 0;
   int64_t first_read_ns = 0;
+  bool quiet = false;   // its load stopped
   std::string stopped;  // its "stopped ..." line, once it came
   bool eof = false;
 };
@@ -374,6 +383,8 @@ void Handle(Child* c, const std::string& line) {
     c->first_propose_ns = std::atoll(line.c_str() + 14);
   } else if (line.rfind("first_read ", 0) == 0) {
     c->first_read_ns = std::atoll(line.c_str() + 11);
+  } else if (line == "quiet") {
+    c->quiet = true;
   } else if (line.rfind("stopped ", 0) == 0) {
     c->stopped = line.substr(8);
   }
@@ -432,6 +443,7 @@ struct RoundResult {
   uint64_t acked = 0;
   uint64_t lost = 0;
   uint64_t duplicates = 0;
+  std::string lost_examples;  // a few lost ids, each with the node that acknowledged it
 };
 
 std::vector<std::string> ReadLines(const std::string& path) {
@@ -446,9 +458,11 @@ std::vector<std::string> ReadLines(const std::string& path) {
 // executed values; duplicates: ids a survivor executed more than once.
 void CheckValues(const std::string& dir, const std::vector<int>& survivors, RoundResult* r) {
   std::vector<std::string> acked;
+  std::vector<int> acked_by;
   for (int i = 0; i < 3; ++i) {
     for (std::string& id : ReadLines(dir + "/node" + std::to_string(i) + ".acked")) {
       acked.push_back(std::move(id));
+      acked_by.push_back(i);
     }
   }
   r->acked = acked.size();
@@ -458,8 +472,13 @@ void CheckValues(const std::string& dir, const std::vector<int>& survivors, Roun
     for (const std::string& id : ReadLines(dir + "/node" + std::to_string(i) + ".executed")) {
       if (++executed[id] == 2) ++r->duplicates;
     }
-    for (const std::string& id : acked) {
-      if (executed.count(id) == 0) missing.insert(id);
+    for (size_t k = 0; k < acked.size(); ++k) {
+      if (executed.count(acked[k]) != 0 || !missing.insert(acked[k]).second) continue;
+      if (missing.size() <= 5) {
+        r->lost_examples += " " + acked[k] + " (acknowledged on node " +
+                            std::to_string(acked_by[k]) + ", missing on node " +
+                            std::to_string(i) + ")";
+      }
     }
   }
   r->lost = missing.size();
@@ -567,8 +586,17 @@ RoundResult RunRound(const char* argv0) {
     PumpUntil(&children, Clock::now() + std::chrono::milliseconds(FLAGS_after_ms),
               [] { return false; });
     r.new_master = agreed(survivors);
+    // Stop the load everywhere first, then read: a barrier that began
+    // before another survivor's last acknowledgement need not include it.
     for (int i : survivors) Send(&children[static_cast<size_t>(i)], "stop");
-    const bool stopped = PumpUntil(&children, deadline() + std::chrono::seconds(5), [&] {
+    bool stopped = PumpUntil(&children, deadline(), [&] {
+      for (int i : survivors) {
+        if (!children[static_cast<size_t>(i)].quiet) return false;
+      }
+      return true;
+    });
+    for (int i : survivors) Send(&children[static_cast<size_t>(i)], "dump");
+    stopped = stopped && PumpUntil(&children, deadline(), [&] {
       for (int i : survivors) {
         if (children[static_cast<size_t>(i)].stopped.empty()) return false;
       }
@@ -592,7 +620,8 @@ RoundResult RunRound(const char* argv0) {
       r.error = "no lease read on a new master within --deadline_s of the kill";
     } else if (r.lost != 0 || r.duplicates != 0) {
       r.error = std::to_string(r.lost) + " acknowledged values lost, " +
-                std::to_string(r.duplicates) + " executed twice";
+                std::to_string(r.duplicates) + " executed twice; killed node " +
+                std::to_string(r.killed) + "; lost:" + r.lost_examples;
     } else {
       r.ok = true;
     }
@@ -604,8 +633,12 @@ RoundResult RunRound(const char* argv0) {
     if (c.pid > 0) chorus::bench::Terminate(c.pid, &g_interrupted);
     if (c.from >= 0) close(c.from);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  if (!r.ok && FLAGS_keep_failed) {
+    r.error += " [kept " + dir + "]";
+  } else {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
   return r;
 }
 
