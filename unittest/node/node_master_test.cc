@@ -174,6 +174,24 @@ class MasterCluster {
     WaitUntil([&] { return (m = AgreedMaster()) >= 0; }, kLong);
     return m;
   }
+  // What every node says, for failure messages.
+  std::string Views() {
+    std::string out;
+    for (int i = 0; i < size(); ++i) {
+      out += " [" + std::to_string(i) + ": ";
+      if (!running_[i]) {
+        out += "down]";
+        continue;
+      }
+      MasterInfo m;
+      Status s = running_[i]->GetMaster(0, &m);
+      out += s.ok() ? m.node.ToString() + " epoch " + std::to_string(m.epoch_number) + "," +
+                          std::to_string(m.epoch_node % 100000)
+                    : s.ToString();
+      out += running_[i]->IsMaster(0) ? " IsMaster]" : "]";
+    }
+    return out;
+  }
   MasterInfo MasterOf(int i) {
     MasterInfo m;
     running_[i]->GetMaster(0, &m);
@@ -240,7 +258,7 @@ TEST(MasterTest, OneMasterThatEveryNodeAgreesOnAndTheCallbackFires) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
-  ASSERT_GE(m, 0);
+  ASSERT_GE(m, 0) << c.Views();
   MasterInfo info = c.MasterOf(m);
   EXPECT_TRUE(info.known);
   EXPECT_EQ(info.node, c.info(m));
@@ -253,14 +271,19 @@ TEST(MasterTest, OneMasterThatEveryNodeAgreesOnAndTheCallbackFires) {
     ASSERT_TRUE(WaitUntil([&] { return !c.changes(i)->events().empty(); }, kLong));
     EXPECT_FALSE(c.changes(i)->Saw(true));
   }
-  // Status: a master is known everywhere, and every node catches up.
+  // Status: a master is known everywhere, and every node catches up with
+  // its chosen end once a heartbeat carried the new master's noop (the first
+  // heartbeats may leave before it is chosen).
   for (int i = 0; i < 3; ++i) {
     GroupStatus st;
     ASSERT_TRUE(WaitUntil(
-        [&] { return c.node(i)->GetGroupStatus(0, &st).ok() && st.caught_up; }, kLong));
+        [&] {
+          return c.node(i)->GetGroupStatus(0, &st).ok() && st.caught_up &&
+                 st.master_chosen_end > 0;
+        },
+        kLong));
     EXPECT_EQ(st.master_node, c.info(m).id());
     EXPECT_GE(st.executed, st.master_chosen_end);
-    EXPECT_GT(st.master_chosen_end, 0u);  // at least the new master's noop
   }
   GroupStatus st;
   EXPECT_TRUE(c.node(0)->GetGroupStatus(7, &st).IsInvalidArgument());
@@ -272,7 +295,7 @@ TEST(MasterTest, ProposalsOnFollowersAreForwardedAndExecuteOnceEverywhere) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
-  ASSERT_GE(m, 0);
+  ASSERT_GE(m, 0) << c.Views();
   const MasterInfo before = c.MasterOf(m);
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
@@ -311,7 +334,7 @@ TEST(MasterTest, WithoutForwardingAFollowerAnswersNotMasterWithTheAddress) {
   c.forward_to_master = false;
   c.StartAll();
   const int m = c.WaitForMaster();
-  ASSERT_GE(m, 0);
+  ASSERT_GE(m, 0) << c.Views();
   const int follower = (m + 1) % 3;
   // A follower that has not yet heard the first heartbeat may still try;
   // wait until it knows the master.
@@ -338,7 +361,7 @@ TEST(MasterTest, ReadBarrierSeesAValueAcknowledgedOnAnotherNodeJustBefore) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
-  ASSERT_GE(m, 0);
+  ASSERT_GE(m, 0) << c.Views();
   for (int round = 0; round < 6; ++round) {
     const int writer = round % 3;
     const std::string v = "w" + std::to_string(round);
@@ -371,7 +394,7 @@ TEST(MasterTest, StoppingTheMasterElectsAnotherAndTheOldOneDoesNotTakeItBack) {
   const MasterInfo old_info = c.MasterOf(old_master);
   c.Stop(old_master);
   const int m = c.WaitForMaster();
-  ASSERT_GE(m, 0);
+  ASSERT_GE(m, 0) << c.Views();
   ASSERT_NE(m, old_master);
   const MasterInfo new_info = c.MasterOf(m);
   EXPECT_GT(std::make_pair(new_info.epoch_number, new_info.epoch_node),
@@ -407,7 +430,7 @@ TEST(MasterTest, TransferMasterHandsItToTheChosenNode) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
-  ASSERT_GE(m, 0);
+  ASSERT_GE(m, 0) << c.Views();
   const int target = (m + 2) % 3;
   const int other = (m + 1) % 3;
   // Only the master can hand it over; only to a member.
@@ -438,29 +461,39 @@ TEST(MasterTest, TransferMasterHandsItToTheChosenNode) {
   ASSERT_TRUE(SameOnEveryNode(&c, 3));
 }
 
-TEST(MasterTest, StepDownLetsAnotherNodeBecomeMaster) {
+TEST(MasterTest, StepDownEndsTheMastershipAndTheGroupElectsAgain) {
   MasterCluster c(3);
   c.StartAll();
   const int m = c.WaitForMaster();
-  ASSERT_GE(m, 0);
+  ASSERT_GE(m, 0) << c.Views();
+  ASSERT_TRUE(WaitUntil([&] { return c.changes(m)->Last(); }, kLong));
+  const size_t reported = c.changes(m)->events().size();
   const MasterInfo before = c.MasterOf(m);
   Status s = c.node(m)->StepDown(0);
   ASSERT_TRUE(s.ok()) << s.ToString();
+  // By the time the call returned the node had dropped its lease, and told
+  // its application so.
   EXPECT_FALSE(c.node(m)->IsMaster(0));
-  // Someone else (the old master does not campaign right away) is elected.
+  auto events = c.changes(m)->events();
+  ASSERT_GT(events.size(), reported);
+  EXPECT_FALSE(events[reported]);
+  // A master of a new epoch is elected. (Usually another node: the old one
+  // does not campaign for election_timeout_ms. It may win a later election,
+  // see /work/node-findings.md F2, so which node it is is not asserted.)
   int next = -1;
   ASSERT_TRUE(WaitUntil(
       [&] {
         next = c.AgreedMaster();
         if (next < 0) return false;
         const MasterInfo now = c.MasterOf(next);
-        return now.epoch_number != before.epoch_number || now.epoch_node != before.epoch_node;
+        return std::make_pair(now.epoch_number, now.epoch_node) >
+               std::make_pair(before.epoch_number, before.epoch_node);
       },
-      kLong));
-  EXPECT_NE(next, m);
-  ASSERT_TRUE(WaitUntil([&] { return !c.changes(m)->Last(); }, kLong));
+      kLong))
+      << "before: epoch " << before.epoch_number << "; now:" << c.Views();
   // Stepping down on a node that is not the master is refused.
-  s = c.node(m)->StepDown(0);
+  const int follower = (next + 1) % 3;
+  s = c.node(follower)->StepDown(0);
   EXPECT_TRUE(s.IsNotMaster()) << s.ToString();
   ASSERT_TRUE(ProposeRetrying(c.node(m), "after-step-down").ok());
   ASSERT_TRUE(SameOnEveryNode(&c, 1));
