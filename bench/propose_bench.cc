@@ -277,8 +277,39 @@ void RunClient(chorus::Node* node, int index, Clock::time_point end, ClientResul
   }
 }
 
-void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t executed,
-            const Environment& env) {
+// values/s, p50 and p99 ms of the clients of each node ("[a,b,c]" JSON
+// lists); node_of[i] is the node of results[i].
+struct ByNode {
+  std::string ops, p50, p99;
+};
+ByNode ReportByNode(double elapsed_s, const std::vector<ClientResult>& results,
+                    const std::vector<int>& node_of) {
+  ByNode out;
+  for (int n = 0; n < 3; ++n) {
+    std::vector<uint32_t> lat;
+    for (size_t i = 0; i < results.size() && i < node_of.size(); ++i) {
+      if (node_of[i] != n) continue;
+      lat.insert(lat.end(), results[i].latencies_us.begin(), results[i].latencies_us.end());
+    }
+    std::sort(lat.begin(), lat.end());
+    char buf[3][32];
+    std::snprintf(buf[0], sizeof(buf[0]), "%.1f", static_cast<double>(lat.size()) / elapsed_s);
+    std::snprintf(buf[1], sizeof(buf[1]), "%.3f", Percentile(lat, 0.50));
+    std::snprintf(buf[2], sizeof(buf[2]), "%.3f", Percentile(lat, 0.99));
+    const char* sep = n == 0 ? "[" : ",";
+    out.ops += sep + std::string(buf[0]);
+    out.p50 += sep + std::string(buf[1]);
+    out.p99 += sep + std::string(buf[2]);
+  }
+  out.ops += "]";
+  out.p50 += "]";
+  out.p99 += "]";
+  return out;
+}
+
+void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vector<int>& node_of,
+            uint64_t executed, const Environment& env) {
+  const ByNode by_node = ReportByNode(elapsed_s, results, node_of);
   std::vector<uint32_t> all;
   std::map<std::string, uint64_t> failures;
   uint64_t failure_count = 0;
@@ -320,7 +351,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
         "\"node0_cpu_cores\":%.2f,\"load_avg_1m\":%.2f,\"cpus\":%u,\"nodes\":3,\"clients\":%d,\"value_size\":%d,\"seconds\":%d,\"groups\":%d,"
         "\"batch\":%s,\"batch_count\":%d,\"batch_delay_ms\":%d,\"max_inflight\":%d,"
         "\"sync_writes\":%s,\"op\":\"%s\",\"election\":%s,\"clients_on\":\"%s\","
-        "\"clients_by_node\":[%d,%d,%d],\"node0_role\":\"%s\",\"node0_is_master\":%d}\n",
+        "\"clients_by_node\":[%d,%d,%d],\"ops_per_sec_by_node\":%s,\"p50_ms_by_node\":%s,"
+        "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
         mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
@@ -328,7 +360,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
         FLAGS_batch ? "true" : "false", FLAGS_batch_count, FLAGS_batch_delay_ms,
         FLAGS_max_inflight, FLAGS_sync_writes ? "true" : "false", FLAGS_reads ? "read" : "propose",
         FLAGS_election ? "true" : "false", FLAGS_clients_on.c_str(), ClientsOf(0), ClientsOf(1),
-        ClientsOf(2), FLAGS_node0_role.c_str(), env.node0_is_master);
+        ClientsOf(2), by_node.ops.c_str(), by_node.p50.c_str(), by_node.p99.c_str(),
+        FLAGS_node0_role.c_str(), env.node0_is_master);
   } else {
     std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients "
                 "(%d/%d/%d on nodes 0/1/2), %d-byte values, %d s, %s, election %s",
@@ -352,6 +385,10 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
     std::printf("(CPU us per value by node: node 0 %.2f (with the clients), node 1 %.2f, "
                 "node 2 %.2f; MB/s counts payload bytes only)\n",
                 cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2]);
+    if (FLAGS_clients_on == "all") {
+      std::printf("(by node 0/1/2: values/s %s, p50 ms %s, p99 ms %s)\n", by_node.ops.c_str(),
+                  by_node.p50.c_str(), by_node.p99.c_str());
+    }
     std::printf("(latencies of successful calls; node 0 kept %.2f of %u CPUs busy; "
                 "load average %.2f at start)\n",
                 env.node0_cpu, std::thread::hardware_concurrency(), env.load_avg_1m);
@@ -508,7 +545,9 @@ void ServeControl(chorus::Node* node, const std::vector<chorus::NodeInfo>& nodes
 
 // Node 0: adds the results node 1 and node 2 wrote for --clients_on=all,
 // waiting for them until `deadline`.
-chorus::Status CollectPeerResults(Clock::time_point deadline, std::vector<ClientResult>* results) {
+// node_of gets the node of each result added.
+chorus::Status CollectPeerResults(Clock::time_point deadline, std::vector<ClientResult>* results,
+                                  std::vector<int>* node_of) {
   for (int i = 1; i < 3; ++i) {
     if (ClientsOf(i) == 0) continue;
     const std::string path = FLAGS_run_dir + "/result" + std::to_string(i);
@@ -520,6 +559,7 @@ chorus::Status CollectPeerResults(Clock::time_point deadline, std::vector<Client
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     results->emplace_back();
+    node_of->push_back(i);
     if (!DecodeResults(text, &results->back())) {
       return chorus::Status::Corruption("bad results file " + path);
     }
@@ -610,13 +650,14 @@ int RunNode() {
   }
   uint64_t executed = 0;
   for (const auto& m : machines) executed += m->executed();
-  s = CollectPeerResults(Clock::now() + std::chrono::seconds(30), &results);
+  std::vector<int> node_of(results.size(), 0);
+  s = CollectPeerResults(Clock::now() + std::chrono::seconds(30), &results, &node_of);
   if (!s.ok()) {
     std::fprintf(stderr, "propose_bench: %s\n", s.ToString().c_str());
     node->Stop();
     return 1;
   }
-  Report(elapsed_s, results, executed - executed_before, env);
+  Report(elapsed_s, results, node_of, executed - executed_before, env);
   node->Stop();
   return 0;
 }
