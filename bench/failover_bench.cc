@@ -201,11 +201,16 @@ void LoadClient(NodeRun* run, int client) {
   }
 }
 
-// After the kill: the first proposal that succeeds, with short deadlines.
-void ProposeProbe(NodeRun* run) {
+// Returns once the parent said the master was killed (or the run stops).
+void WaitForKill(const NodeRun* run) {
   while (!run->stop.load() && run->kill_ns.load() == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+// After the kill: the first proposal that succeeds, with short deadlines.
+void ProposeProbe(NodeRun* run) {
+  WaitForKill(run);
   const std::string prefix = "n" + std::to_string(FLAGS_node_index) + "probe";
   for (uint64_t seq = 0; !run->stop.load(); ++seq) {
     const std::string id = prefix + std::to_string(seq);
@@ -226,9 +231,7 @@ void ProposeProbe(NodeRun* run) {
 
 // After the kill: the first lease read, once this node is master.
 void ReadProbe(NodeRun* run) {
-  while (!run->stop.load() && run->kill_ns.load() == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  WaitForKill(run);
   while (!run->stop.load()) {
     if (run->node->IsMaster(kGroup)) {
       uint64_t instance = 0;
