@@ -66,6 +66,7 @@
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
+#include "tools/print_line.h"
 #include "tools/program_flags.h"
 
 DEFINE_int32(rounds, 3, "fresh clusters, one master kill each; the figures are medians");
@@ -112,14 +113,7 @@ void SetElectionOptions(chorus::Options* options) {
 
 // ---- a node process ----
 
-std::mutex g_out_mu;  // the lines of every thread to the parent
-
-void Tell(const std::string& line) {
-  std::lock_guard<std::mutex> lock(g_out_mu);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
+using chorus::PrintLine;
 
 // Keeps every executed value, to be checked against the acknowledgements.
 class RecordingStateMachine : public chorus::StateMachine {
@@ -221,7 +215,7 @@ void ProposeProbe(NodeRun* run) {
     if (s.ok()) {
       const int64_t done = MonotonicNs();
       run->acks->Add(id);
-      Tell("first_propose " + std::to_string(done));
+      PrintLine("first_propose " + std::to_string(done));
       return;
     }
     if (s.IsStopped()) return;
@@ -236,7 +230,7 @@ void ReadProbe(NodeRun* run) {
     if (run->node->IsMaster(kGroup)) {
       uint64_t instance = 0;
       if (run->node->ReadBarrier(kGroup, &instance).ok()) {
-        Tell("first_read " + std::to_string(MonotonicNs()));
+        PrintLine("first_read " + std::to_string(MonotonicNs()));
         return;
       }
     }
@@ -257,7 +251,7 @@ void WatchMaster(NodeRun* run, const std::vector<chorus::NodeInfo>& nodes) {
       }
     }
     if (index != last) {
-      Tell("master " + std::to_string(index));
+      PrintLine("master " + std::to_string(index));
       last = index;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -321,7 +315,7 @@ int RunNode() {
   for (int c = 0; c < FLAGS_clients; ++c) threads.emplace_back(LoadClient, &run, c);
   threads.emplace_back(ProposeProbe, &run);
   threads.emplace_back(ReadProbe, &run);
-  Tell("ready");
+  PrintLine("ready");
 
   // Commands from the parent, one per line: "killed <ns>", "stop" (the load
   // and the probes; answered "quiet" once every call returned), "dump",
@@ -334,9 +328,9 @@ int RunNode() {
       run.stop.store(true);
       for (std::thread& t : threads) t.join();
       threads.clear();
-      Tell("quiet");
+      PrintLine("quiet");
     } else if (line == "dump") {
-      Tell("stopped " + Dump(&run, machine, FLAGS_data_dir + ".executed") +
+      PrintLine("stopped " + Dump(&run, machine, FLAGS_data_dir + ".executed") +
            (acks.failed() ? " ack_log_failed" : ""));
     } else if (line == "exit") {
       break;

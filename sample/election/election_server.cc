@@ -36,7 +36,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +46,8 @@
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
+#include "tools/node_flags.h"
+#include "tools/print_line.h"
 #include "tools/program_flags.h"
 #include "tools/stop_signals.h"
 
@@ -65,14 +66,7 @@ DEFINE_bool(forward_to_master, true,
 
 namespace {
 
-std::mutex g_out_mu;  // serializes the lines of every thread
-
-void PrintLine(const std::string& line) {
-  std::lock_guard<std::mutex> lock(g_out_mu);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
+using chorus::PrintLine;
 
 // Executes nothing of interest: the sample is about who is master.
 class NullStateMachine : public chorus::StateMachine {
@@ -172,17 +166,14 @@ int main(int argc, char** argv) {
       &argc, &argv);
 
   chorus::Options options;
-  chorus::Status s = chorus::NodeInfo::Parse(FLAGS_node, &options.self);
-  if (!s.ok()) return Usage("--node: " + s.ToString());
-  s = chorus::NodeInfo::ParseList(FLAGS_nodes, &options.nodes);
-  if (!s.ok()) return Usage("--nodes: " + s.ToString());
-  if (FLAGS_data_dir.empty()) return Usage("--data_dir is required");
+  const std::string problem =
+      chorus::SetNodeAddresses(FLAGS_node, FLAGS_nodes, FLAGS_data_dir, &options);
+  if (!problem.empty()) return Usage(problem);
   if (FLAGS_group_count < 1) return Usage("--group_count must be >= 1");
   if (FLAGS_command_group < 0 || FLAGS_command_group >= FLAGS_group_count) {
     return Usage("--command_group must be in [0, --group_count)");
   }
   if (FLAGS_poll_ms < 1) return Usage("--poll_ms must be >= 1");
-  options.data_dir = FLAGS_data_dir;
   options.create_if_missing = FLAGS_create_if_missing;
   options.group_count = FLAGS_group_count;
   options.master_election = true;
@@ -203,7 +194,7 @@ int main(int argc, char** argv) {
   const sigset_t stop_signals = chorus::BlockStopSignals();
 
   std::unique_ptr<chorus::Node> node;
-  s = chorus::Node::Open(options, &node);
+  chorus::Status s = chorus::Node::Open(options, &node);
   if (!s.ok()) {
     std::fprintf(stderr, "election_server: Open: %s\n", s.ToString().c_str());
     return 1;
