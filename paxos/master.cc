@@ -36,6 +36,10 @@ void Master::Start() {
   // which is before now. Refusing every PREPARE until now + lease_ms
   // outlasts it.
   hold_until_ = ctx_->now() + ctx_->options().lease_ms;
+  // Read-index requests are matched to replies by sequence number: a
+  // random start keeps a reply to the previous incarnation of this node
+  // from answering a request of this one (instance ids stay < 2^62).
+  read_seq_ = ctx_->rng()->Next() >> 3;
   ArmElection();
 }
 
@@ -109,6 +113,12 @@ void Master::Grant(uint64_t holder, const Ballot& b) {
   grant_holder_ = holder;
   grant_ballot_ = b;
   grant_until_ = ctx_->now() + ctx_->options().lease_ms;
+}
+
+bool Master::RefusesOwnPrepare() const {
+  if (!enabled()) return false;
+  return HoldActive() || (GrantLive() && grant_holder_ != ctx_->options().self &&
+                          !ctx_->Mutated(TestMutation::kPrepareIgnoresGrant));
 }
 
 bool Master::RefusePrepare(const PaxosMsg& msg) {
@@ -208,6 +218,7 @@ void Master::OnPrepared(const Ballot& b) {
     released_ = false;
     has_noop_ = false;
     since_ = ctx_->now();
+    first_ballot_ = b;
     lease_until_ = 0;
     rounds_.clear();
     known_node_ = 0;
@@ -217,8 +228,9 @@ void Master::OnPrepared(const Ballot& b) {
   SendHeartbeat();
 }
 
-void Master::NoteNoop(uint64_t instance, const std::string& envelope) {
+void Master::NoteNoop(uint64_t instance, const std::string& envelope, bool complete) {
   has_noop_ = true;
+  noop_complete_ = complete;
   noop_instance_ = instance;
   noop_envelope_ = envelope;
 }
@@ -303,8 +315,13 @@ void Master::OnForward(const PaxosMsg& msg) {
   if (!enabled()) return;
   uint64_t proposer = 0, id = 0;
   std::string data;
-  if (!is_master_ || released_ || !DecodeValue(msg.value(), &proposer, &id, &data) ||
-      data.empty() || proposer != msg.from()) {
+  // The FORWARD names the mastership it was sent to: one of an earlier
+  // mastership (a duplicate delayed across our restart, whose seen set is
+  // gone) is dropped, so a value is never proposed twice.
+  const Ballot to = Ballot::FromPb(msg.ballot());
+  if (!is_master_ || released_ || to < first_ballot_ || to > ballot_ ||
+      !DecodeValue(msg.value(), &proposer, &id, &data) || data.empty() ||
+      proposer != msg.from()) {
     ctx_->stats()->forwards_dropped++;
     return;
   }
@@ -329,10 +346,15 @@ bool Master::OnApplied(uint64_t instance, const std::string& envelope, uint64_t 
   if (!enabled()) return false;
   if (is_master_ && !ready_ && has_noop_ && instance == noop_instance_) {
     has_noop_ = false;
-    if (envelope == noop_envelope_) {
-      ready_ = true;  // chosen in our ballot (only it proposed this envelope)
+    if (envelope == noop_envelope_ && noop_complete_) {
+      // Chosen in our ballot (only it proposed this envelope), above every
+      // value its phase 1 reported: every value chosen before our phase 1
+      // is applied now.
+      ready_ = true;
     } else {
-      proposer_->WantNoop();  // another value won there: try the next one
+      // Another value won there, or a truncated phase 1 may hide chosen
+      // values above the noop: try again (higher up).
+      proposer_->WantNoop();
     }
   }
   if (proposer != ctx_->options().self) return false;
@@ -373,6 +395,7 @@ Status Master::Forward(uint64_t token, const std::string& envelope) {
   PaxosMsg msg;
   msg.set_type(FORWARD);
   msg.set_value(envelope);
+  known_ballot_.ToPb(msg.mutable_ballot());
   ctx_->Send(master, &msg);
   return Status::OK();
 }

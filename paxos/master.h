@@ -51,6 +51,7 @@
 //   RELEASE(t, b) from N         grant holder N, ballot b    grant = (t, now + lease_ms) (t=0:
 //                                                            none); forget N as master;
 //                                t == S                      phase 1 at once
+//   phase 1 of S (proposer)      own acceptor would refuse   back off, send nothing
 //   phase 1 of S succeeded       -                           S is master (ballot b), not
 //                                                            ready; propose a noop; heartbeat
 //   heartbeat timer              S master                    HEARTBEAT(b, ++k) to all, t0_k
@@ -60,14 +61,16 @@
 //   HEARTBEAT / own acceptor     node
 //   any input                    S master, now >= max(lease, step down
 //                                since + lease_ms)
-//   noop applied                 it is S's noop              ready
-//                                another value won there     propose another noop
+//   noop applied                 it is S's noop, its phase   ready
+//                                1 saw every vote
+//                                otherwise                   propose another noop
 //   election timer               no live master known, no    phase 1 (even with nothing
 //                                grant to another, no hold,  queued); re-arm with jitter
 //                                not right after a transfer
 //   Propose                      live master M != S          FORWARD to M (or NotMaster)
 //   proposals queued             live master M != S          forward them, never phase 1
-//   FORWARD(envelope)            S master, not a duplicate   propose it (no local waiter)
+//   FORWARD(envelope, b)         S master since b or before, propose it (no local waiter)
+//                                not a duplicate
 //   applied value of S's         forwarded by S              finish its token, ours = true
 //   ReadBarrier                  S ready master, in lease    I = chosen_end, at once
 //                                live master M != S          READ_INDEX to M
@@ -121,6 +124,12 @@ class Master {
   // True when the PREPARE is refused for a grant or the startup hold (the
   // refusal was sent; the acceptor must not see the PREPARE).
   bool RefusePrepare(const PaxosMsg& msg);
+  // True when this node's own acceptor would refuse this node's PREPARE now.
+  // The proposer then does not start phase 1 (it backs off): a ballot is
+  // sent only together with the own acceptor's promise of it, persisted in
+  // the same step, which is what keeps a restarted node from ever using the
+  // same ballot twice (with another value).
+  bool RefusesOwnPrepare() const;
   // The acceptor accepted this ACCEPT.
   void OnAccepted(const PaxosMsg& msg);
   void OnHeartbeat(const PaxosMsg& msg);
@@ -130,7 +139,12 @@ class Master {
   // The proposer's phase 1 with ballot `b` succeeded.
   void OnPrepared(const Ballot& b);
   // The proposer placed the noop the master asked for (Proposer::WantNoop).
-  void NoteNoop(uint64_t instance, const std::string& envelope);
+  // `complete`: its ballot's phase 1 reported every vote of its majority
+  // (no reported_end, nothing beyond the window); otherwise values may be
+  // chosen above the ballot's limit that this node never heard of, and the
+  // noop does not make it ready: it asks again (the proposer then fills up
+  // to the limit and runs phase 1 again from there).
+  void NoteNoop(uint64_t instance, const std::string& envelope, bool complete);
   // Some node's ballot `b` is known promised or used: a master with a lower
   // ballot (of another node) steps down.
   void OnHigherBallot(const Ballot& b);
@@ -193,9 +207,13 @@ class Master {
   // kTransferKeepsLease only: released but still claiming the lease.
   bool released_ = false;
   Ballot ballot_;          // the prepared ballot heartbeats carry (the epoch)
+  // The ballot this node became master with (in this process): FORWARDs
+  // addressed to an earlier mastership (older ballots) are dropped.
+  Ballot first_ballot_;
   uint64_t since_ = 0;     // when this node became master
   uint64_t lease_until_ = 0;
   bool has_noop_ = false;
+  bool noop_complete_ = false;
   uint64_t noop_instance_ = 0;
   std::string noop_envelope_;
   uint64_t heartbeat_seq_ = 0;

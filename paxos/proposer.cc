@@ -108,7 +108,7 @@ void Proposer::Drive() {
     Slot& slot = slots_[instance];
     slot.value = EncodeValue(ctx_->options().self, ctx_->rng()->Next(), std::string());
     noop_wanted_ = false;
-    master_->NoteNoop(instance, slot.value);
+    master_->NoteNoop(instance, slot.value, /*complete=*/limit_ == UINT64_MAX);
     SendAccept(instance, &slot);
     sent = true;
   }
@@ -129,6 +129,13 @@ void Proposer::Drive() {
 }
 
 void Proposer::StartPrepare() {
+  if (master_->RefusesOwnPrepare()) {
+    // Master election: our own acceptor is in its startup hold or grants
+    // another node. A PREPARE it does not promise would leave this ballot
+    // unrecorded here, and a restart could use it again. Retry later.
+    GoBackoff();
+    return;
+  }
   phase_ = Phase::kPreparing;
   NoteBallot(acceptor_->promised());
   if (max_number_ < kMaxBallotNumber) ++max_number_;  // saturates, never wraps

@@ -82,7 +82,8 @@ class Proposer {
   // Run phase 1 now, even with nothing queued (unless already preparing).
   void Campaign();
   // Propose a noop at the next free instance of the prepared ballot (the
-  // new master's first commit); Master::NoteNoop says where it went.
+  // new master's first commit); Master::NoteNoop says where it went, and
+  // whether the ballot's phase 1 saw every vote (no limit: see Bound()).
   void WantNoop() { noop_wanted_ = true; }
   // The master proposes an envelope another node forwarded (no waiter here).
   void ProposeForwarded(const std::string& envelope);
@@ -116,7 +117,7 @@ class Proposer {
   };
 
   bool HasWork() const {
-    return !queue_.empty() || !slots_.empty() || unstick_ || campaign_;
+    return !queue_.empty() || !slots_.empty() || unstick_ || campaign_ || noop_wanted_;
   }
   void Drive();
   void StartPrepare();

@@ -36,6 +36,7 @@ class Harness {
     std::vector<ProposalResult> finished;
     std::vector<Status> errors;
     std::map<TimerKind, TimerId> timers;
+    std::map<TimerKind, uint64_t> due;  // when each of `timers` fires
     std::vector<BarrierResult> barriers;
     std::vector<MasterView> views;  // every Outputs::master reported
     size_t writes = 0;              // log writes (non-empty persists)
@@ -89,7 +90,10 @@ class Harness {
     for (auto& c : out->chosen) n.applied.push_back(c);
     for (auto& f : out->finished) n.finished.push_back(f);
     for (auto& e : out->errors) n.errors.push_back(e);
-    for (auto& t : out->timers) n.timers[t.id.kind] = t.id;
+    for (auto& t : out->timers) {
+      n.timers[t.id.kind] = t.id;
+      n.due[t.id.kind] = now_ + t.delay_ms;
+    }
     for (auto& b : out->barriers) n.barriers.push_back(b);
     if (out->master_changed) n.views.push_back(out->master);
   }

@@ -4,10 +4,16 @@
 // these tests never look at a real clock.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "paxos/master.h"
+#include "paxos/random.h"
 #include "unittest/paxos/harness.h"
 
 namespace chorus {
@@ -207,18 +213,32 @@ TEST(MasterTest, PrepareIgnoresGrantMutationPromisesTheLaggingNode) {
   EXPECT_EQ(h.core(1)->promised().node_id, 3u);
 }
 
+PaxosMsg PrepareFrom(uint64_t node, uint64_t number, uint64_t instance) {
+  PaxosMsg prepare;
+  prepare.set_type(PREPARE);
+  prepare.set_cluster_id(9);
+  prepare.set_from(node);
+  prepare.set_instance(instance);
+  Ballot(number, node).ToPb(prepare.mutable_ballot());
+  return prepare;
+}
+
 TEST(MasterTest, StartupHoldRefusesEveryPrepare) {
   Harness h(3, Election());
   h.SetTime(100);  // all started at 0: the hold lasts until 800
   h.Fire(0, TimerKind::kElection);  // no campaign in its own hold
   EXPECT_EQ(h.core(0)->stats().prepares_started, 0u);
-  ASSERT_TRUE(h.Propose(0, 1, "v").ok());  // no master known: phase 1
-  EXPECT_EQ(h.core(0)->stats().prepares_started, 1u);
-  h.Pump();
-  for (int i = 0; i < 3; ++i) {
+  // No master known: phase 1, but not while its own acceptor would refuse
+  // it (the ballot would go out unrecorded): it backs off, sending nothing.
+  ASSERT_TRUE(h.Propose(0, 1, "v").ok());
+  EXPECT_EQ(h.core(0)->stats().prepares_started, 0u);
+  EXPECT_EQ(Queued(&h, PREPARE), 0u);
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_TRUE(h.Deliver(i, PrepareFrom(1, 5, 0).SerializeAsString()).ok());
     EXPECT_TRUE(h.core(i)->promised().IsNull()) << "node " << i;
-    EXPECT_GE(h.core(i)->stats().prepares_refused, 1u) << "node " << i;
+    EXPECT_EQ(h.core(i)->stats().prepares_refused, 1u) << "node " << i;
   }
+  h.net().clear();
   EXPECT_TRUE(h.node(0).finished.empty());
   // After the hold the retry wins.
   h.SetTime(900);
@@ -237,12 +257,7 @@ TEST(MasterTest, StartupHoldAfterRestart) {
   h.SetTime(1050);
   h.Open(1);
   EXPECT_EQ(h.core(1)->stats().prepares_refused, 0u);
-  PaxosMsg prepare;
-  prepare.set_type(PREPARE);
-  prepare.set_cluster_id(9);
-  prepare.set_from(3);
-  prepare.set_instance(h.core(1)->chosen_end());
-  Ballot(100, 3).ToPb(prepare.mutable_ballot());
+  PaxosMsg prepare = PrepareFrom(3, 100, h.core(1)->chosen_end());
   EXPECT_TRUE(h.Deliver(1, prepare.SerializeAsString()).ok());
   EXPECT_EQ(h.core(1)->stats().prepares_refused, 1u);
   EXPECT_NE(h.core(1)->promised(), Ballot(100, 3));
@@ -313,6 +328,44 @@ TEST(MasterTest, ReadBeforeNoopCommitMutationServesReadsEarly) {
     EXPECT_EQ(r.status.ok(), mutated) << r.status.ToString();
     EXPECT_EQ(h.core(0)->HoldsLease(), mutated);
   }
+}
+
+// A phase 1 whose PROMISEs were truncated (promise_budget_bytes) does not
+// see the votes above its limit: the noop there would not cover them. The
+// master gets ready only after a phase 1 that saw everything.
+TEST(MasterTest, ReadyOnlyAfterACompletePhaseOne) {
+  Harness h(3, [](CoreOptions* o) {
+    o->master_election = true;
+    o->max_value_bytes = 2;
+    o->promise_budget_bytes = o->MaxEnvelopeBytes();  // one value per PROMISE
+  });
+  h.SetTime(1000);
+  h.Isolate(0);
+  // Node 2 gets a noop and three values accepted by nodes 2 and 3, but the
+  // ACCEPTED replies are lost: nothing is chosen.
+  for (uint64_t t = 1; t <= 3; ++t) ASSERT_TRUE(h.Propose(1, t, "v" + std::to_string(t)).ok());
+  PumpDropping(&h, ACCEPTED);
+  EXPECT_EQ(h.core(1)->chosen_end(), 0u);
+  // Node 2's grants ran out; node 1 runs for master.
+  h.Heal(0);
+  h.SetTime(3000);
+  h.Fire(0, TimerKind::kElection);
+  h.Pump();
+  // Its first ballot is below node 2's: rejected, it retries after a backoff.
+  h.Fire(0, TimerKind::kBackoff);
+  h.Pump();
+  EXPECT_GE(h.core(0)->stats().truncated_promises + h.core(1)->stats().truncated_promises +
+                h.core(2)->stats().truncated_promises,
+            3u);
+  EXPECT_GE(h.core(0)->stats().prepares_started, 5u);  // 1 lost, 4 up the log
+  ASSERT_TRUE(h.core(0)->HoldsLease());
+  Outputs out;
+  BarrierResult r = Read(&h, 0, 1, &out);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.instance, 5u);  // the old noop, v1..v3, the new noop
+  ASSERT_EQ(h.node(0).applied.size(), 5u);
+  EXPECT_EQ(h.node(0).applied[3].value, "v3");
+  EXPECT_TRUE(h.node(0).applied[4].noop);
 }
 
 TEST(MasterTest, ForwardedProposalFinishesTheOriginsToken) {
@@ -419,6 +472,23 @@ TEST(MasterTest, TransferWithinOneRoundTrip) {
   }
 }
 
+// The old master's lease must end before the new one's begins: with the
+// mutation, an old master that hears nothing more keeps its lease while the
+// target already holds one.
+TEST(MasterTest, TransferKeepsLeaseMutationOverlapsTwoLeases) {
+  for (bool mutated : {false, true}) {
+    Harness h(3, Election(mutated ? TestMutation::kTransferKeepsLease : TestMutation::kNone));
+    Elect(&h, 0);
+    Outputs out;
+    ASSERT_TRUE(h.core(0)->TransferMaster(3, &out).ok());
+    h.Exec(0, &out);
+    h.Isolate(0);  // its RELEASE is queued already; it hears nothing more
+    h.Pump();
+    EXPECT_TRUE(h.core(2)->HoldsLease());
+    EXPECT_EQ(h.core(0)->HoldsLease(), mutated);
+  }
+}
+
 TEST(MasterTest, TransferRequiresTheMaster) {
   Harness h(3, Election());
   Elect(&h, 0);
@@ -480,6 +550,105 @@ TEST(MasterTest, OptionsAreValidated) {
   bad = o;
   bad.lease_ms = 0;
   EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+}
+
+// Random schedules on one clock (so "at the same time" means something):
+// lost, duplicated and reordered messages, timers firing when due, restarts,
+// transfers and step-downs. After every step at most one node holds a
+// lease, every instance has one chosen value, and every read barrier covers
+// every proposal that had finished before the barrier was asked for.
+TEST(MasterTest, RandomSchedulesKeepOneLeaseAndLinearizableReads) {
+  const TimerKind kinds[] = {TimerKind::kPrepare, TimerKind::kAccept, TimerKind::kBackoff,
+                             TimerKind::kLearn, TimerKind::kHeartbeat, TimerKind::kElection};
+  uint64_t total_reads = 0, total_leases = 0, total_forwards = 0;
+  // CHORUS_MASTER_SEEDS=N runs N seeds per cluster size (default 100).
+  const char* env = std::getenv("CHORUS_MASTER_SEEDS");
+  const uint64_t seeds = env != nullptr ? std::strtoull(env, nullptr, 10) : 100;
+  for (uint64_t run = 0; run < 2 * seeds; ++run) {
+    const int size = run < seeds ? 3 : 5;
+    const uint64_t seed = run + 1;
+    SCOPED_TRACE("seed " + std::to_string(seed) + " nodes " + std::to_string(size));
+    // Every start of a node gets its own seed (CoreOptions::seed).
+    std::map<uint64_t, uint64_t> starts;
+    Harness h(size, [&starts, seed](CoreOptions* o) {
+      o->master_election = true;
+      o->seed = seed * 1000003 + o->self * 1000 + starts[o->self]++;
+    });
+    Rng rng(seed);
+    uint64_t now = 0, token = 1;
+    uint64_t completed_end = 0;  // 1 + the highest instance a proposal finished at
+    std::map<std::pair<int, uint64_t>, uint64_t> need;  // barrier -> completed_end then
+    std::map<uint64_t, std::string> chosen;
+    std::vector<size_t> finished(size), barriers(size), applied(size);
+    for (int step = 0; step < 3000; ++step) {
+      now += rng.Uniform(15);
+      h.SetTime(now);
+      const uint64_t r = rng.Uniform(100);
+      const int i = static_cast<int>(rng.Uniform(static_cast<uint64_t>(size)));
+      if (r < 55) {
+        if (!h.net().empty()) {
+          const size_t k = rng.Uniform(h.net().size());
+          const auto m = h.net()[k];
+          if (rng.Uniform(100) >= 5) h.net().erase(h.net().begin() + static_cast<long>(k));
+          if (rng.Uniform(100) >= 10) h.Deliver(m.first, m.second);
+        }
+      } else if (r < 80) {
+        for (TimerKind kind : kinds) {
+          if (h.node(i).timers.count(kind) != 0 && h.node(i).due[kind] <= now) h.Fire(i, kind);
+        }
+      } else if (r < 88) {
+        h.Propose(i, token, "v" + std::to_string(token));
+        ++token;
+      } else if (r < 96) {
+        need[std::make_pair(i, token)] = completed_end;
+        Outputs out;
+        h.core(i)->ReadBarrier(token++, &out);
+        h.Exec(i, &out);
+      } else if (r < 98 && rng.Uniform(8) == 0) {
+        Outputs out;
+        (void)h.core(i)->TransferMaster(rng.Uniform(static_cast<uint64_t>(size) + 1), &out);
+        h.Exec(i, &out);
+      } else if (r < 99 && rng.Uniform(4) == 0) {
+        h.node(i).timers.clear();
+        h.node(i).due.clear();
+        h.Open(i);
+      }
+      int holders = 0;
+      for (int j = 0; j < size; ++j) holders += h.core(j)->HoldsLease() ? 1 : 0;
+      ASSERT_LE(holders, 1) << "step " << step;
+      total_leases += static_cast<uint64_t>(holders);
+      for (int j = 0; j < size; ++j) {
+        Harness::Node& n = h.node(j);
+        for (; finished[j] < n.finished.size(); ++finished[j]) {
+          const ProposalResult& f = n.finished[finished[j]];
+          if (f.status.ok()) completed_end = std::max(completed_end, f.instance + 1);
+        }
+        for (; barriers[j] < n.barriers.size(); ++barriers[j]) {
+          const BarrierResult& b = n.barriers[barriers[j]];
+          if (!b.status.ok()) continue;
+          const uint64_t required = need[std::make_pair(j, b.token)];
+          ASSERT_GE(b.instance, required) << "node " << j << " step " << step;
+          ++total_reads;
+        }
+        for (; applied[j] < n.applied.size(); ++applied[j]) {
+          const ChosenValue& c = n.applied[applied[j]];
+          const std::string v = std::to_string(c.proposer) + ":" +
+                                std::to_string(c.proposal_id) + ":" + c.value;
+          auto it = chosen.emplace(c.instance, v).first;
+          ASSERT_EQ(it->second, v) << "instance " << c.instance;
+        }
+      }
+    }
+    for (int j = 0; j < size; ++j) total_forwards += h.core(j)->stats().forwards_sent;
+  }
+  // The schedules did exercise leases, reads and forwarding.
+  EXPECT_GT(total_leases, 0u);
+  EXPECT_GT(total_reads, 0u);
+  EXPECT_GT(total_forwards, 0u);
+  std::fprintf(stderr, "lease-steps %llu reads %llu forwards %llu\n",
+               static_cast<unsigned long long>(total_leases),
+               static_cast<unsigned long long>(total_reads),
+               static_cast<unsigned long long>(total_forwards));
 }
 
 }  // namespace
