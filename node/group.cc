@@ -359,7 +359,6 @@ void Group::ExecuteRound() {
       SendMessage(m.to, m.bytes);
     }
   }
-
   // 2b. Catch-up reads go to the reader thread, so this loop never waits on
   // them; only now, after the persist: they may cover this round's records.
   // A full reader drops (and counts) the read; the asker asks again.

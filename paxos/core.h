@@ -256,8 +256,14 @@ class Core {
   // (BarrierResult). On a ready master inside its lease it ends at once with
   // I = chosen_end(), sending and writing nothing. On a node that knows a
   // live master it costs one READ_INDEX round trip to the master, then waits
-  // until this node's chosen_end reached the master's; it ends Busy when
-  // the master refuses, changes, or no answer came within lease_ms.
+  // until this node's chosen_end reached the master's (asking the master for
+  // the missing values at once); it ends Busy when the master refuses (not
+  // ready or not in its lease), is no longer the live master, gave no answer
+  // within lease_ms, or this node did not catch up within
+  // election_timeout_ms of the call. Busy at once when no master is known or
+  // this node is a master not ready yet. Checked on the inputs that follow
+  // (the core has no clock): a barrier may end later than that, never
+  // earlier. There is no cancel: a runtime that gave up ignores the entry.
   void ReadBarrier(uint64_t token, Outputs* out);
 
   // Hands the mastership to `target` (a member), or gives it up (target 0:
@@ -273,7 +279,8 @@ class Core {
   Status TransferMaster(uint64_t target, Outputs* out);
 
   // Who this node believes is master now (node 0: none; without
-  // master_election always none).
+  // master_election always none). A follower knows the master that sent it
+  // the last heartbeat it granted, for election_timeout_ms after it.
   MasterView master() const;
   // True when this node is the master, ready (its noop is chosen and
   // applied), and now < its lease's end: no other node can get a value

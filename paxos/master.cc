@@ -62,7 +62,7 @@ void Master::BeginStep() {
   // Read-index requests without a reply in lease_ms, or whose master is
   // not the live one any more, end Busy (the caller retries).
   for (auto it = reads_.begin(); it != reads_.end();) {
-    const ReadRequest& r = it->second;
+    const PendingRead& r = it->second;
     if (now >= r.sent_at + ctx_->options().lease_ms || !Live(now) || known_node_ != r.master) {
       Barrier(r.token, 0, Status::Busy("read index: no answer from master " +
                                        std::to_string(r.master) + " in time"));
@@ -441,7 +441,7 @@ void Master::ReadBarrier(uint64_t token) {
     return;
   }
   const uint64_t seq = ++read_seq_;
-  reads_[seq] = {token, master, ctx_->now()};
+  reads_[seq] = {token, master, 0, ctx_->now()};
   ctx_->stats()->read_index_requests++;
   PaxosMsg msg;
   msg.set_type(READ_INDEX);
@@ -463,7 +463,7 @@ void Master::OnReadIndexReply(const PaxosMsg& msg) {
   if (!enabled()) return;
   auto it = reads_.find(msg.instance());
   if (it == reads_.end() || it->second.master != msg.from()) return;
-  const ReadRequest r = it->second;
+  PendingRead r = it->second;
   reads_.erase(it);
   const uint64_t index = msg.read_index();
   if (index == 0) {
@@ -471,7 +471,8 @@ void Master::OnReadIndexReply(const PaxosMsg& msg) {
                                      " refused (not ready or not in its lease)"));
     return;
   }
-  waits_.push_back({r.token, index, r.sent_at});
+  r.index = index;
+  waits_.push_back(r);
   // Behind the master: ask it for the values at once (EndStep completes the
   // barrier once chosen_end reaches the index).
   learner_->NotePeer(msg.from(), index, /*urgent=*/true);

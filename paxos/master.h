@@ -237,21 +237,17 @@ class Master {
   // Forwarded proposals of this node: proposal id -> token.
   std::map<uint64_t, uint64_t> forwarded_;
 
-  // Read index: requests awaiting the master's reply, and replies awaiting
-  // this node's chosen_end.
-  struct ReadRequest {
+  // Read index: requests awaiting the master's reply (by sequence number),
+  // and answered ones awaiting this node's chosen_end (index).
+  struct PendingRead {
     uint64_t token = 0;
-    uint64_t master = 0;
+    uint64_t master = 0;  // asked
+    uint64_t index = 0;   // its answer
     uint64_t sent_at = 0;
   };
   uint64_t read_seq_ = 0;
-  std::map<uint64_t, ReadRequest> reads_;
-  struct ReadWait {
-    uint64_t token = 0;
-    uint64_t index = 0;
-    uint64_t sent_at = 0;
-  };
-  std::vector<ReadWait> waits_;
+  std::map<uint64_t, PendingRead> reads_;
+  std::vector<PendingRead> waits_;
 
   MasterView last_view_;
 };

@@ -421,42 +421,41 @@ int FailOverAndRestart(MasterCluster* c, int* old_master_out, MasterInfo* new_in
   return m;
 }
 
-TEST(NodeMasterTest, StoppingTheMasterElectsAnotherAndTheOldOneDoesNotTakeItBack) {
-  MasterCluster c(3);
-  c.StartAll();
-  int old_master = -1;
-  MasterInfo new_info;
-  const int m = FailOverAndRestart(&c, &old_master, &new_info);
-  ASSERT_GE(m, 0);
-  // Its proposals go to the new master, and it does not take the
-  // mastership back, not even once its startup hold and an election
-  // timeout have passed.
-  ASSERT_TRUE(ProposeRetrying(c.node(old_master), "from-the-old-master").ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(3 * Options().election_timeout_ms));
-  ASSERT_TRUE(ProposeRetrying(c.node(old_master), "still-from-the-old-master").ok());
-  ASSERT_TRUE(WaitUntil([&] { return c.AgreedMaster() >= 0; }, kLong)) << c.Views();
-  EXPECT_EQ(c.AgreedMaster(), m) << c.Views();
-  EXPECT_EQ(c.MasterOf(old_master).node, new_info.node);
-  EXPECT_FALSE(c.node(old_master)->IsMaster(0));
-  ASSERT_TRUE(SameOnEveryNode(&c, 5));
+// After FailOverAndRestart, one proposal through the restarted old master
+// (forwarded to the new one), then its startup hold and an election timeout
+// pass.
+class NodeMasterRestartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c_.StartAll();
+    m_ = FailOverAndRestart(&c_, &old_master_, &new_info_);
+    ASSERT_GE(m_, 0);
+    ASSERT_TRUE(ProposeRetrying(c_.node(old_master_), "from-the-old-master").ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 * Options().election_timeout_ms));
+  }
+  MasterCluster c_{3};
+  int old_master_ = -1;
+  int m_ = -1;
+  MasterInfo new_info_;
+};
+
+TEST_F(NodeMasterRestartTest, TheOldMasterDoesNotTakeTheMastershipBack) {
+  ASSERT_TRUE(ProposeRetrying(c_.node(old_master_), "still-from-the-old-master").ok());
+  ASSERT_TRUE(WaitUntil([&] { return c_.AgreedMaster() >= 0; }, kLong)) << c_.Views();
+  EXPECT_EQ(c_.AgreedMaster(), m_) << c_.Views();
+  EXPECT_EQ(c_.MasterOf(old_master_).node, new_info_.node);
+  EXPECT_FALSE(c_.node(old_master_)->IsMaster(0));
+  ASSERT_TRUE(SameOnEveryNode(&c_, 5));
 }
 
-// DISABLED: fails against wip-master-core 330bd26 (/work/node-findings.md
-// F1): one value forwarded by the restarted member makes the master run
+// DISABLED: fails against wip-master-core f49ac70 (/work/node-findings.md
+// F1): the one value forwarded by the restarted member makes the master run
 // phase 1 again, so the epoch changes (a master change without a new
 // master). Enable once the core keeps the master's ballot.
-TEST(NodeMasterTest, DISABLED_ARestartedMemberDoesNotCauseAMasterChange) {
-  MasterCluster c(3);
-  c.StartAll();
-  int old_master = -1;
-  MasterInfo new_info;
-  const int m = FailOverAndRestart(&c, &old_master, &new_info);
-  ASSERT_GE(m, 0);
-  ASSERT_TRUE(ProposeRetrying(c.node(old_master), "from-the-old-master").ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(3 * Options().election_timeout_ms));
-  const MasterInfo later = c.MasterOf(old_master);
-  EXPECT_EQ(later.node, new_info.node);
-  EXPECT_EQ(later.epoch_number, new_info.epoch_number) << c.Views();
+TEST_F(NodeMasterRestartTest, DISABLED_ItCausesNoMasterChange) {
+  const MasterInfo later = c_.MasterOf(old_master_);
+  EXPECT_EQ(later.node, new_info_.node);
+  EXPECT_EQ(later.epoch_number, new_info_.epoch_number) << c_.Views();
 }
 
 TEST(NodeMasterTest, TransferMasterHandsItToTheChosenNode) {

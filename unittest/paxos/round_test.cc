@@ -184,6 +184,35 @@ TEST(RoundTest, MessagesReadsChosenFinishedAndErrorsKeepStepOrder) {
   }
 }
 
+TEST(RoundTest, BarriersAppendAndTheLatestMasterViewWins) {
+  Outputs a, b, c;
+  a.barriers.push_back({1, 5, Status::OK()});
+  a.master_changed = true;
+  a.master.node = 2;
+  b.barriers.push_back({2, 0, Status::Busy("no master")});
+  c.master_changed = true;
+  c.master.node = 3;
+  c.master.self_ready = true;
+  Outputs out = MergeSteps({a, b, c});
+  ASSERT_EQ(out.barriers.size(), 2u);
+  EXPECT_EQ(out.barriers[0].token, 1u);
+  EXPECT_TRUE(out.barriers[1].status.IsBusy());
+  EXPECT_TRUE(out.master_changed);
+  EXPECT_EQ(out.master.node, 3u);
+  EXPECT_TRUE(out.master.self_ready);
+  // A step without a change keeps the earlier step's view.
+  Outputs d;
+  out = MergeSteps({a, d});
+  EXPECT_TRUE(out.master_changed);
+  EXPECT_EQ(out.master.node, 2u);
+  // Either alone makes the round non-empty.
+  Round round;
+  Outputs e;
+  e.master_changed = true;
+  round.Add(&e);
+  EXPECT_FALSE(round.empty());
+}
+
 TEST(RoundTest, EmptyRoundDetection) {
   Round round;
   EXPECT_TRUE(round.empty());
