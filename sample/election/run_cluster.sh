@@ -16,7 +16,8 @@
 #     new master and does NOT take the mastership back: after STABLE_S
 #     seconds (default 4: several leases and election timeouts) every node
 #     still names the new master at the same epoch, the restarted node never
-#     became master, and it can read (read index); a value it proposes is
+#     became master, it can read (read index), its status says it caught up
+#     with the new master; a value it proposes is
 #     forwarded and executed, and the master stays the same node.
 # Prints the master lines it saw and exits 0 only if every check holds. The
 # nodes are always killed on exit.
@@ -103,23 +104,24 @@ wait_line() {
   done
 }
 
-# until_ok NODE COMMAND REGEX: sends COMMAND to node NODE until it answers
-# with a line matching REGEX; an "error " answer (e.g. Busy while a new
-# master commits its first noop) is retried after 0.2 s.
+# until_ok NODE COMMAND REGEX [RETRY_REGEX]: sends COMMAND to node NODE
+# until it answers with a line matching REGEX; an "error " answer (e.g. Busy
+# while a new master commits its first noop), or one matching RETRY_REGEX
+# (e.g. a status that has not caught up yet), is retried after 0.2 s.
 until_ok() {
-  local i=$1 cmd=$2 re=$3 mark new
+  local i=$1 cmd=$2 re=$3 retry="^error |${4:-^error }" mark new
   while true; do
     mark=$(wc -l <"$tmp/out$i")
     send "$i" "$cmd"
     while true; do
       new=$(tail -n +"$((mark + 1))" "$tmp/out$i")
       grep -qE -- "$re" <<<"$new" && return 0
-      grep -q '^error ' <<<"$new" && break
+      grep -qE -- "$retry" <<<"$new" && break
       alive "$i" || fail "node $i exited"
       in_time || fail "node $i: '$cmd' got no answer like '$re' within ${deadline_s}s"
       sleep 0.05
     done
-    echo "run_cluster: node $i: '$cmd': $(grep -m1 '^error ' <<<"$new"); retrying"
+    echo "run_cluster: node $i: '$cmd': $(grep -m1 -E -- "$retry" <<<"$new"); retrying"
     in_time || fail "node $i: '$cmd' kept failing for ${deadline_s}s"
     sleep 0.2
   done
@@ -181,6 +183,9 @@ if tail -n +"$((mark + 1))" "$tmp/out$old" | grep -q "^master group=0 node=$(add
   fail "restarted node $old was named master"
 fi
 until_ok "$old" read '^read instance=[0-9]+ is_master=0$'
+# It caught up with the master (GetGroupStatus), whose id it names.
+new_id=$(sed 's/.* epoch_node=\([0-9]*\).*/\1/' <<<"$second")
+until_ok "$old" status "^status group=0 executed=[0-9]+ master_chosen_end=[0-9]+ caught_up=1 master_node=$new_id\$" '^status '
 # A value proposed on the restarted node is forwarded to the master, which
 # stays the master (the node; its epoch may change: see below).
 until_ok "$old" "propose from-restarted" '^proposed instance=[0-9]+ value=from-restarted$'
