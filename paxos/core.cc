@@ -428,6 +428,7 @@ void Core::Dispatch(const PaxosMsg& msg) {
     case READ_INDEX:
     case READ_INDEX_REPLY:
     case RELEASE:
+    case FILL:
       if (!master_->enabled()) {
         ctx_.stats()->master_messages_ignored++;
         break;
@@ -443,6 +444,8 @@ void Core::Dispatch(const PaxosMsg& msg) {
         master_->OnReadIndex(msg);
       } else if (msg.type() == READ_INDEX_REPLY) {
         master_->OnReadIndexReply(msg);
+      } else if (msg.type() == FILL) {
+        master_->OnFill(msg);
       } else {
         master_->OnRelease(msg);
       }

@@ -109,6 +109,8 @@ struct CoreStats {
   uint64_t prepares_refused = 0;     // PREPAREs refused for a grant or the startup hold
   uint64_t forwards_sent = 0;        // proposals this node forwarded to the master
   uint64_t forwards_proposed = 0;    // FORWARDs this master proposed
+  uint64_t fills_sent = 0;           // FILL hints this follower sent (stranded slots)
+  uint64_t fills_proposed = 0;       // noop fillers this master proposed for FILLs
   uint64_t forwards_dropped = 0;     // FORWARDs dropped (not the master, duplicate)
   uint64_t read_index_requests = 0;  // READ_INDEX sent
   uint64_t master_messages_ignored = 0;  // master-election messages while it is off
@@ -285,6 +287,7 @@ class Core {
   // True when this node is the master, ready (its noop is chosen and
   // applied), and now < its lease's end: no other node can get a value
   // chosen before the lease ends. For the simulation's checker and IsMaster.
+  // As of the last SetNow: call SetNow first for an up-to-date answer.
   bool HoldsLease() const;
 
   // Instances [0, chosen_end()) are chosen and have been emitted (by this Core

@@ -176,6 +176,21 @@ void Master::OnHeartbeat(const PaxosMsg& msg) {
       ArmElection();
       // Proposals queued here before the master was known go to it now.
       proposer_->Kick();
+      // A slot of ours under a ballot that lost (sim F3): nobody would
+      // decide its instance in a quiet cluster (we defer, so never run phase
+      // 1; the master has nothing to propose there). Ask the master to fill
+      // up to it, once per heartbeat. Once decided, our OnApplied re-queues
+      // the proposal if another value won, and it is forwarded then.
+      uint64_t stranded = 0;
+      if (!is_master_ && proposer_->StrandedSlot(&stranded) &&
+          stranded >= learner_->chosen_end()) {
+        ctx_->stats()->fills_sent++;
+        PaxosMsg fill;
+        fill.set_type(FILL);
+        fill.set_instance(stranded);
+        b.ToPb(fill.mutable_ballot());
+        ctx_->Send(msg.from(), &fill);
+      }
     }
   }
   PaxosMsg ack;
@@ -339,6 +354,22 @@ void Master::OnForward(const PaxosMsg& msg) {
   }
   ctx_->stats()->forwards_proposed++;
   proposer_->ProposeForwarded(msg.value());
+}
+
+void Master::OnFill(const PaxosMsg& msg) {
+  if (!enabled()) return;
+  // Only for the mastership the follower heard of (an older ballot's FILL
+  // is stale; harmless, but there is no need for it).
+  if (!IsMaster() || Ballot::FromPb(msg.ballot()) != ballot_ ||
+      msg.from() == ctx_->options().self) {
+    return;
+  }
+  // Safe at any free instance: the proposer places fillers only at or above
+  // its prepared ballot's next instance (no vote reported there by its
+  // majority) and below Bound(); instances with a slot (adopted values
+  // included) keep it. Not the readiness noop (NoteNoop): a filler never
+  // makes this master ready.
+  proposer_->Fill(msg.instance());
 }
 
 bool Master::OnApplied(uint64_t instance, const std::string& envelope, uint64_t proposer,

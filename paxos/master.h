@@ -57,10 +57,15 @@
 //   heartbeat timer              S master                    HEARTBEAT(b, ++k) to all, t0_k
 //   HEARTBEAT_ACK(k) majority    promised <= b               lease = max(lease, t0_k +
 //                                                            lease_ms (1-rho)/(1+rho))
-//   HEARTBEAT_ACK / *_REJECT /   a ballot > b of another     step down
-//   HEARTBEAT / own acceptor     node
+//   HEARTBEAT_ACK refused        promised > b, of another    phase 1 again above it (the
+//                                node                        holder may; a stale promise
+//                                                            goes, a real rival refuses)
+//   *_REJECT / HEARTBEAT / own   a ballot > b of another     step down
+//   acceptor's promise           node
 //   any input                    S master, now >= max(lease, step down
 //                                since + lease_ms)
+//   proposer idle or at its      S master, not ready         phase 1 again (after every
+//   ballot's limit                                           refusal, loss or backoff)
 //   noop applied                 it is S's noop, its phase   ready
 //                                1 saw every vote
 //                                otherwise                   propose another noop
@@ -69,6 +74,14 @@
 //                                not right after a transfer
 //   Propose                      live master M != S          FORWARD to M (or NotMaster)
 //   proposals queued             live master M != S          forward them, never phase 1
+//   HEARTBEAT(b) granted, from   S holds a slot of its own   FILL(i = its highest such slot,
+//   M != S                       no ballot of S drives (S    b) to M (once per heartbeat)
+//                                not preparing / prepared)
+//   FILL(i, b) from N != S       S master (not released) of  noop fillers at every free
+//                                ballot b, i >= chosen_end   instance >= its next instance,
+//                                                            up to i (not the readiness noop;
+//                                                            slots, adopted ones included,
+//                                                            stay as they are)
 //   FORWARD(envelope, b)         S master since b or before, propose it (no local waiter)
 //                                not a duplicate
 //   applied value of S's         forwarded by S              finish its token, ours = true
@@ -145,11 +158,21 @@ class Master {
   // noop does not make it ready: it asks again (the proposer then fills up
   // to the limit and runs phase 1 again from there).
   void NoteNoop(uint64_t instance, const std::string& envelope, bool complete);
+  // This node is master but not ready (nor released): the proposer keeps
+  // running phase 1 (after each backoff) until its readiness noop is placed
+  // under a ballot whose phase 1 saw every vote. (Sim F2: a phase 1 again,
+  // after a truncated PROMISE, that was refused or lost left the proposer
+  // idle with "nothing to do", and the master never became ready.)
+  bool WantsReady() const { return enabled() && is_master_ && !ready_ && !released_; }
   // Some node's ballot `b` is known promised or used: a master with a lower
   // ballot (of another node) steps down.
   void OnHigherBallot(const Ballot& b);
   void OnHeartbeatAck(const PaxosMsg& msg);
   void OnForward(const PaxosMsg& msg);
+  // FILL(i) from a follower with a stranded slot at i (paxos.proto).
+  void OnFill(const PaxosMsg& msg);
+  // This node is the master (not released): the proposer may place fillers.
+  bool IsMaster() const { return enabled() && is_master_ && !released_; }
   void OnReadIndex(const PaxosMsg& msg);
   void OnReadIndexReply(const PaxosMsg& msg);
   void OnTimeout(TimerKind kind);

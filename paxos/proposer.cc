@@ -34,6 +34,12 @@ void Proposer::Cancel(uint64_t token) {
   }
 }
 
+bool Proposer::HasWork() const {
+  return !queue_.empty() || !slots_.empty() || unstick_ || campaign_ || noop_wanted_ ||
+         master_->WantsReady() ||
+         (fill_to_ > learner_->chosen_end() && master_->IsMaster());
+}
+
 bool Proposer::HasUnchosenSlot() const {
   for (const auto& kv : slots_) {
     if (!kv.second.chosen_sent) return true;
@@ -110,6 +116,19 @@ void Proposer::Drive() {
     noop_wanted_ = false;
     master_->NoteNoop(instance, slot.value, /*complete=*/limit_ == UINT64_MAX);
     SendAccept(instance, &slot);
+    sent = true;
+  }
+  // Fillers a follower asked for (FILL), after the noop and before fresh
+  // values: a stranded slot of the follower's gets decided.
+  if (fill_to_ <= learner_->chosen_end() || !master_->IsMaster()) fill_to_ = 0;
+  while (fill_to_ != 0 && next_instance_ < fill_to_ &&
+         slots_.size() < ctx_->options().max_inflight && next_instance_ < Bound()) {
+    const uint64_t instance = next_instance_++;
+    if (learner_->IsChosen(instance) || slots_.count(instance) != 0) continue;
+    Slot& slot = slots_[instance];
+    slot.value = EncodeValue(ctx_->options().self, ctx_->rng()->Next(), std::string());
+    SendAccept(instance, &slot);
+    ctx_->stats()->fills_proposed++;
     sent = true;
   }
   while (!queue_.empty() && slots_.size() < ctx_->options().max_inflight &&
@@ -416,6 +435,18 @@ void Proposer::Campaign() {
   if (learner_->halted()) return;
   campaign_ = true;
   if (phase_ != Phase::kPreparing) StartPrepare();
+}
+
+void Proposer::Fill(uint64_t instance) {
+  if (instance < learner_->chosen_end()) return;
+  fill_to_ = std::max(fill_to_, instance + 1);  // instance < kMaxInstanceId
+  Drive();
+}
+
+bool Proposer::StrandedSlot(uint64_t* instance) const {
+  if (slots_.empty() || phase_ == Phase::kPrepared || phase_ == Phase::kPreparing) return false;
+  *instance = slots_.rbegin()->first;
+  return true;
 }
 
 void Proposer::ProposeForwarded(const std::string& envelope) {

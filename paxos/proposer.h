@@ -85,6 +85,15 @@ class Proposer {
   // new master's first commit); Master::NoteNoop says where it went, and
   // whether the ballot's phase 1 saw every vote (no limit: see Bound()).
   void WantNoop() { noop_wanted_ = true; }
+  // Master (FILL from a follower): propose noop fillers at every free
+  // instance up to and including `instance` (fast path: each is >= the
+  // prepared ballot's next instance, where its phase 1 reported no vote, and
+  // below Bound(); an instance with a slot keeps it, adopted values included).
+  void Fill(uint64_t instance);
+  // Follower: the highest instance of a slot of this node's that no ballot
+  // of its own drives any more (not prepared) while it defers to a live
+  // master; false when there is none.
+  bool StrandedSlot(uint64_t* instance) const;
   // The master proposes an envelope another node forwarded (no waiter here).
   void ProposeForwarded(const std::string& envelope);
   // Something changed for routing (a master became known): drive on, which
@@ -116,9 +125,10 @@ class Proposer {
     Proposal own;  // this node's proposal waiting on this instance
   };
 
-  bool HasWork() const {
-    return !queue_.empty() || !slots_.empty() || unstick_ || campaign_ || noop_wanted_;
-  }
+  // Anything to do: proposals, slots, a gap, a campaign, a noop, or (master
+  // election) a master that is not ready yet: its phase 1 is retried after
+  // every failure until a complete one places its readiness noop.
+  bool HasWork() const;
   void Drive();
   void StartPrepare();
   void OnPrepared();
@@ -147,6 +157,8 @@ class Proposer {
   // kPreparing: acceptors that refused for a lease grant or startup hold.
   std::set<uint64_t> refused_by_;
   bool noop_wanted_ = false;
+  // Master: fillers wanted below this (FILL); 0: none.
+  uint64_t fill_to_ = 0;
   // Running for master (Campaign): phase 1 is retried after a backoff until
   // it succeeds or another node is known as master.
   bool campaign_ = false;

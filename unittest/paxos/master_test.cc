@@ -368,6 +368,91 @@ TEST(MasterTest, ReadyOnlyAfterACompletePhaseOne) {
   EXPECT_TRUE(h.node(0).applied[4].noop);
 }
 
+// Sim F2 (seed 600198): a master not yet ready whose phase 1 again (after a
+// truncated PROMISE) fails (lost PREPAREs here; refusals there) retries after
+// its backoff until it is ready, with nothing queued.
+TEST(MasterTest, UnreadyMasterRetriesPhaseOneAfterBackoff) {
+  Harness h(3, [](CoreOptions* o) {
+    o->master_election = true;
+    o->max_value_bytes = 2;
+    o->promise_budget_bytes = o->MaxEnvelopeBytes();  // one value per PROMISE
+  });
+  h.SetTime(1000);
+  h.Isolate(0);
+  for (uint64_t t = 1; t <= 3; ++t) ASSERT_TRUE(h.Propose(1, t, "v" + std::to_string(t)).ok());
+  PumpDropping(&h, ACCEPTED);
+  h.Heal(0);
+  h.SetTime(3000);
+  h.Fire(0, TimerKind::kElection);
+  h.Pump();
+  h.Fire(0, TimerKind::kBackoff);
+  // Once node 1 is master (not ready: its PROMISEs were truncated), its
+  // PREPAREs are lost.
+  size_t dropped = 0;
+  while (!h.net().empty()) {
+    auto m = std::move(h.net().front());
+    h.net().pop_front();
+    PaxosMsg msg;
+    ASSERT_TRUE(msg.ParseFromString(m.second));
+    if (msg.type() == PREPARE && msg.from() == 1 && h.core(0)->master().node == 1u) {
+      ++dropped;
+      continue;
+    }
+    h.Deliver(m.first, m.second);
+  }
+  ASSERT_GT(dropped, 0u);
+  ASSERT_EQ(h.core(0)->master().node, 1u);
+  ASSERT_FALSE(h.core(0)->HoldsLease());
+  h.Fire(0, TimerKind::kPrepare);  // no answer: back off
+  h.Fire(0, TimerKind::kBackoff);  // and try again
+  h.Pump();
+  for (int k = 0; k < 8 && !h.core(0)->HoldsLease(); ++k) {
+    if (h.node(0).timers.count(TimerKind::kBackoff)) h.Fire(0, TimerKind::kBackoff);
+    h.Pump();
+  }
+  EXPECT_TRUE(h.core(0)->HoldsLease());
+  EXPECT_EQ(h.core(0)->master().node, 1u);
+}
+
+// Sim F3 (seeds 600180, 697): a follower's own proposal in a slot under a
+// ballot that lost is stranded once another node is master (the follower
+// defers, the master has nothing to propose there). Its FILL hint makes the
+// master decide that instance; the proposal is then re-queued and handed
+// over (here: forwarding is off, so it ends NotMaster, never Stopped).
+TEST(MasterTest, StrandedSlotOfAFollowerIsFilledByTheMaster) {
+  Harness h(3, Election(TestMutation::kNone, /*forward=*/false));
+  Elect(&h, 1);  // node 2, noop at 0
+  ASSERT_TRUE(h.core(1)->HoldsLease());
+  ASSERT_TRUE(h.Propose(1, 7, "x").ok());  // instance 1
+  ASSERT_TRUE(h.Propose(1, 8, "y").ok());  // instance 2
+  h.net().clear();                         // every ACCEPT is lost
+  // Node 2's grants ran out; node 1 wins with node 3 (node 2 cut off): its
+  // noop goes at 1, nobody reported a vote at 2.
+  h.Isolate(1);
+  h.SetTime(3000);
+  h.Fire(0, TimerKind::kElection);
+  h.Pump();
+  ASSERT_TRUE(h.core(0)->HoldsLease());
+  h.Heal(1);
+  h.Fire(1, TimerKind::kAccept);  // node 2's ballot gets no answer
+  for (uint64_t t = 3100; t <= 3500; t += 100) {
+    Heartbeat(&h, 0, t);
+    if (h.node(1).timers.count(TimerKind::kLearn)) h.Fire(1, TimerKind::kLearn);  // catch up
+    h.Pump();
+  }
+  EXPECT_EQ(h.core(1)->master().node, 1u);
+  std::map<uint64_t, Status> done;
+  for (const auto& f : h.node(1).finished) done[f.token] = f.status;
+  ASSERT_EQ(done.count(7), 1u);
+  EXPECT_TRUE(done[7].IsNotMaster()) << done[7].ToString();
+  ASSERT_EQ(done.count(8), 1u) << "the proposal at instance 2 is stranded";
+  EXPECT_TRUE(done[8].IsNotMaster()) << done[8].ToString();
+  EXPECT_GE(h.core(1)->stats().fills_sent, 1u);
+  EXPECT_EQ(h.core(0)->stats().fills_proposed, 1u);
+  EXPECT_EQ(h.core(0)->chosen_end(), 3u);
+  EXPECT_EQ(h.core(1)->chosen_end(), 3u);
+}
+
 TEST(MasterTest, ForwardedProposalFinishesTheOriginsToken) {
   Harness h(3, Election());
   Elect(&h, 0);
