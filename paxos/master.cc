@@ -136,7 +136,10 @@ bool Master::RefusePrepare(const PaxosMsg& msg) {
   reply.set_instance(msg.instance());
   *reply.mutable_ballot() = msg.ballot();
   acceptor_->promised().ToPb(reply.mutable_promised());
-  reply.set_lease_holder(grant || GrantLive() ? grant_holder_ : kUnknownHolder);
+  // A hold refusal of the grant's own holder does not name it (sim F2 read
+  // "lease_holder = the sender" as a lease refusal): only another node's
+  // live grant is named; the hold says kUnknownHolder.
+  reply.set_lease_holder(grant ? grant_holder_ : kUnknownHolder);
   ctx_->stats()->prepares_refused++;
   ctx_->Send(msg.from(), &reply);
   return true;
@@ -295,7 +298,26 @@ void Master::OnHeartbeatAck(const PaxosMsg& msg) {
 
 void Master::OnHigherBallot(const Ballot& b) {
   if (!enabled() || !is_master_) return;
-  if (b > ballot_ && b.node_id != ctx_->options().self) StepDown();
+  if (b <= ballot_ || b.node_id == ctx_->options().self) return;
+  if (!released_ && ctx_->now() < lease_until_) {
+    // Node F1: inside our lease a higher ballot of another node is a stale
+    // promise (a node that campaigned unheard, e.g. right after its
+    // restart, promised its own ballot), never a rival with a majority:
+    // every acceptor of the majority whose acks gave us the lease granted
+    // us with promised <= our ballot, and refuses every other node's
+    // PREPARE until its grant ends, after our lease (master.h). So no other
+    // ballot can have a majority of promises, nor get a value chosen,
+    // before lease_until_. Nothing about the lease or readiness depends on
+    // our ballot number: we keep both (no flapping IsMaster / lease gap),
+    // and run phase 1 again above the promise (as the holder of our grants
+    // we may), so that acceptor takes our ACCEPTs and heartbeats again.
+    // The epoch moves up with the new ballot; the master does not change.
+    // Out of our lease (or released) a real rival may exist: step down.
+    proposer_->NoteBallot(b);
+    proposer_->Campaign();
+    return;
+  }
+  StepDown();
 }
 
 void Master::StepDown() {

@@ -60,8 +60,13 @@
 //   HEARTBEAT_ACK refused        promised > b, of another    phase 1 again above it (the
 //                                node                        holder may; a stale promise
 //                                                            goes, a real rival refuses)
-//   *_REJECT / HEARTBEAT / own   a ballot > b of another     step down
-//   acceptor's promise           node
+//   *_REJECT / own acceptor's    a ballot > b of another     S in its lease (not released):
+//   promise                      node                        phase 1 again above it, S stays
+//                                                            master, ready, in lease (a stale
+//                                                            promise: no rival can have a
+//                                                            majority); otherwise step down
+//   HEARTBEAT                    a ballot > b of another     step down
+//                                node
 //   any input                    S master, now >= max(lease, step down
 //                                since + lease_ms)
 //   proposer idle or at its      S master, not ready         phase 1 again (after every

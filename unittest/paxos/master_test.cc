@@ -208,7 +208,8 @@ TEST(MasterTest, PrepareIgnoresGrantMutationPromisesTheLaggingNode) {
   h.Heal(2);
   h.SetNodeTime(2, 5000);
   h.Fire(2, TimerKind::kElection);
-  h.Pump();
+  h.Pump(2);  // node 3's PREPARE reaches nodes 1 and 2 (the master, in its
+              // lease, then runs phase 1 again above it: not delivered here)
   EXPECT_NE(h.core(1)->promised(), promised1);
   EXPECT_EQ(h.core(1)->promised().node_id, 3u);
 }
@@ -451,6 +452,40 @@ TEST(MasterTest, StrandedSlotOfAFollowerIsFilledByTheMaster) {
   EXPECT_EQ(h.core(0)->stats().fills_proposed, 1u);
   EXPECT_EQ(h.core(0)->chosen_end(), 3u);
   EXPECT_EQ(h.core(1)->chosen_end(), 3u);
+}
+
+// Node F1: a restarted node that campaigned while cut off (its PREPAREs lost)
+// holds its own promise of a ballot above the master's. The master's ACCEPT
+// (and heartbeat) refused by it for that stale promise must not depose a
+// master whose lease (majority grants) is live: it runs phase 1 again above
+// the promise and keeps serving (the epoch may move up; the node does not).
+TEST(MasterTest, StalePromiseOfARestartedNodeDoesNotDeposeTheMaster) {
+  Harness h(3, Election());
+  Elect(&h, 0);
+  ASSERT_TRUE(h.core(0)->HoldsLease());
+  h.SetTime(1100);
+  h.Open(1);  // node 2 restarts (startup hold until 1900) and hears nothing
+  h.Isolate(1);
+  for (uint64_t t = 1200; t <= 2000; t += 100) Heartbeat(&h, 0, t);
+  h.Fire(1, TimerKind::kElection);  // after its hold: it campaigns, unheard
+  h.net().clear();
+  ASSERT_GT(h.core(1)->stats().prepares_started, 0u);
+  h.Heal(1);
+  const size_t views = h.node(0).views.size();
+  ASSERT_TRUE(h.core(0)->HoldsLease());
+  ASSERT_TRUE(h.Propose(0, 5, "w").ok());  // its ACCEPT meets node 2's promise
+  h.Pump();
+  Heartbeat(&h, 0, 2100);  // and so does the heartbeat
+  Heartbeat(&h, 0, 2200);
+  EXPECT_TRUE(h.core(0)->HoldsLease());
+  for (size_t i = views; i < h.node(0).views.size(); ++i) {
+    EXPECT_EQ(h.node(0).views[i].node, 1u) << "view " << i;
+    EXPECT_TRUE(h.node(0).views[i].self_ready) << "view " << i;
+  }
+  ASSERT_FALSE(h.node(0).finished.empty());
+  EXPECT_TRUE(h.node(0).finished.back().status.ok());
+  EXPECT_EQ(h.core(1)->master().node, 1u);
+  EXPECT_EQ(h.core(2)->master().node, 1u);
 }
 
 TEST(MasterTest, ForwardedProposalFinishesTheOriginsToken) {
