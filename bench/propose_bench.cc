@@ -3,12 +3,31 @@
 //
 //   propose_bench [--clients=100 --value_size=100 --seconds=10 --groups=1]
 //                 [--batch --batch_count=64 --batch_delay_ms=0] [--json]
+//                 [--election [--clients_on=one|all] [--node0_role=any|master|follower]
+//                  [--reads]]
 //
 // The program runs itself three times (fork + exec of /proc/self/exe with the
 // hidden --role=node): node 1 and node 2 just serve; node 0 also runs the
 // --clients threads, so every proposal goes through a Node like an
 // application's would. Each client proposes --value_size-byte values back to
 // back for --seconds, round-robin over the groups, and times every call.
+//
+// Master election (Options::master_election, --election):
+//   --clients_on=all spreads the --clients over the three nodes (node 0 gets
+//     the remainder); a non-master forwards its proposals to the master. The
+//     nodes meet through files in the run's temp dir: node 0, once warmed up,
+//     writes the window's start and end (CLOCK_MONOTONIC, the same clock in
+//     every process), node 1 and node 2 run their clients in that window and
+//     write their latencies and failures back for node 0 to merge. Works
+//     without --election too (every node then proposes on its own: they duel).
+//   --node0_role=master|follower: before the window, node 0 is made the
+//     master of every group (the master hands it over with TransferMaster,
+//     asked through a file) or a follower (node 0 hands its mastership to
+//     node 1); any (the default) takes the election's outcome. The JSON says
+//     whether node 0 was master of group 0 when the window began.
+//   --reads: the clients call ReadBarrier instead of Propose (nothing is
+//     proposed in the window): lease reads with --node0_role=master, read
+//     index reads (one round trip to the master) with --node0_role=follower.
 // Node 0 prints the result (a table, or one JSON object with --json) on
 // stdout: values/s, latency percentiles of the successful calls, failures
 // and the Status codes seen. Data dirs live in a temp dir that is removed at
@@ -31,13 +50,8 @@
 // not be measured (a peer gone, no values) is -1.
 // MB/s (`mb_per_sec`) is values/s x --value_size / 1e6: payload bytes only,
 // without chorus's headers, the batch encoding or the replication fan-out.
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,11 +72,13 @@
 
 #include <gflags/gflags.h>
 
+#include "bench/bench_cluster.h"
 #include "chorus/node.h"
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
 #include "tools/program_flags.h"
+#include "tools/stop_signals.h"
 
 DEFINE_int32(clients, 100, "client threads proposing concurrently (in node 0)");
 DEFINE_int32(value_size, 100, "bytes per proposed value");
@@ -75,6 +91,11 @@ DEFINE_int32(max_inflight, 64, "Options::max_inflight (instances in flight per g
 DEFINE_bool(sync_writes, true, "Options::sync_writes (fsync); keep on for real figures");
 DEFINE_bool(json, false, "print one JSON object instead of a table");
 DEFINE_int32(warmup_timeout_s, 30, "how long node 0 waits for the cluster to choose a value");
+DEFINE_bool(election, false, "Options::master_election on every node");
+DEFINE_string(clients_on, "one", "one: every client in node 0; all: spread over the 3 nodes");
+DEFINE_string(node0_role, "any",
+              "with --election: any, master (node 0 is made master) or follower");
+DEFINE_bool(reads, false, "with --election: clients call ReadBarrier instead of Propose");
 
 // Hidden: how the program runs its node processes.
 DEFINE_string(role, "", "(internal) 'node' in a child process");
@@ -84,10 +105,46 @@ DEFINE_string(data_dir, "", "(internal) this node's data dir");
 DEFINE_bool(create_if_missing, false, "(internal) create the data dir (the nodes' first start)");
 DEFINE_bool(run_clients, false, "(internal) this node runs the clients and prints the result");
 DEFINE_string(peer_pids, "", "(internal) pids of node 1 and node 2, for their CPU time");
+DEFINE_string(run_dir, "", "(internal) the run's temp dir, where the nodes meet");
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using chorus::bench::Clock;
+using chorus::bench::MonotonicNs;
+
+// How many of the --clients run in node `index` (all in node 0 unless
+// --clients_on=all), and the global index of its first one.
+int ClientsOf(int index) {
+  if (FLAGS_clients_on != "all") return index == 0 ? FLAGS_clients : 0;
+  return FLAGS_clients / 3 + (index < FLAGS_clients % 3 ? 1 : 0);
+}
+int FirstClientOf(int index) {
+  int first = 0;
+  for (int i = 0; i < index; ++i) first += ClientsOf(i);
+  return first;
+}
+
+// Writes `text` to `path` at once (a temp file renamed over it), so a node
+// that polls for `path` never reads half of it.
+bool WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return false;
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+bool ReadFile(const std::string& path, std::string* text) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return false;
+  text->clear();
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text->append(buf, n);
+  std::fclose(f);
+  return true;
+}
 
 // Counts executed values; the bench measures the cluster, not an application.
 class CountingStateMachine : public chorus::StateMachine {
@@ -136,23 +193,13 @@ double ProcessCpuSecondsOf(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(ticks);
 }
 
-// The machine's 1-minute load average: the figures mean little on a machine
-// that is busy with something else, so the report says how busy it was.
-double LoadAverage1m() {
-  double load = -1;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
-    std::fclose(f);
-  }
-  return load;
-}
-
 // What the measured window cost besides the proposals themselves.
 struct Environment {
   double load_avg_1m = -1;  // at the start of the window
   double node0_cpu = 0;     // CPU cores node 0 (leader + clients) kept busy
   // CPU seconds each node process used in the window; -1 if unknown.
   std::vector<double> cpu_s_by_node;
+  int node0_is_master = -1;  // of group 0 at the window's start; -1: election off
 };
 
 // CPU seconds of node 0 (this process) and of the peers in `peers`, in node
@@ -215,8 +262,9 @@ void RunClient(chorus::Node* node, int index, Clock::time_point end, ClientResul
     uint64_t instance = 0;
     uint32_t batch_index = 0;
     const auto start = Clock::now();
-    chorus::Status s = FLAGS_batch ? node->BatchPropose(group, value, &instance, &batch_index)
-                                   : node->Propose(group, value, &instance);
+    chorus::Status s = FLAGS_reads   ? node->ReadBarrier(group, &instance)
+                       : FLAGS_batch ? node->BatchPropose(group, value, &instance, &batch_index)
+                                     : node->Propose(group, value, &instance);
     const auto us =
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
     if (s.ok()) {
@@ -229,8 +277,39 @@ void RunClient(chorus::Node* node, int index, Clock::time_point end, ClientResul
   }
 }
 
-void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t executed,
-            const Environment& env) {
+// values/s, p50 and p99 ms of the clients of each node ("[a,b,c]" JSON
+// lists); node_of[i] is the node of results[i].
+struct ByNode {
+  std::string ops, p50, p99;
+};
+ByNode ReportByNode(double elapsed_s, const std::vector<ClientResult>& results,
+                    const std::vector<int>& node_of) {
+  ByNode out;
+  for (int n = 0; n < 3; ++n) {
+    std::vector<uint32_t> lat;
+    for (size_t i = 0; i < results.size() && i < node_of.size(); ++i) {
+      if (node_of[i] != n) continue;
+      lat.insert(lat.end(), results[i].latencies_us.begin(), results[i].latencies_us.end());
+    }
+    std::sort(lat.begin(), lat.end());
+    char buf[3][32];
+    std::snprintf(buf[0], sizeof(buf[0]), "%.1f", static_cast<double>(lat.size()) / elapsed_s);
+    std::snprintf(buf[1], sizeof(buf[1]), "%.3f", Percentile(lat, 0.50));
+    std::snprintf(buf[2], sizeof(buf[2]), "%.3f", Percentile(lat, 0.99));
+    const char* sep = n == 0 ? "[" : ",";
+    out.ops += sep + std::string(buf[0]);
+    out.p50 += sep + std::string(buf[1]);
+    out.p99 += sep + std::string(buf[2]);
+  }
+  out.ops += "]";
+  out.p50 += "]";
+  out.p99 += "]";
+  return out;
+}
+
+void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vector<int>& node_of,
+            uint64_t executed, const Environment& env) {
+  const ByNode by_node = ReportByNode(elapsed_s, results, node_of);
   std::vector<uint32_t> all;
   std::map<std::string, uint64_t> failures;
   uint64_t failure_count = 0;
@@ -245,7 +324,7 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
   const double ops = static_cast<double>(all.size()) / elapsed_s;
   const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
   const double p999 = Percentile(all, 0.999), max = all.empty() ? 0 : all.back() / 1000.0;
-  const double mb_per_sec = ops * FLAGS_value_size / 1e6;
+  const double mb_per_sec = FLAGS_reads ? 0 : ops * FLAGS_value_size / 1e6;  // reads carry none
   // CPU microseconds per value, per node and in total (-1: unknown).
   std::vector<double> cpu_us_by_node;
   double cpu_us_total = all.empty() ? -1 : 0;
@@ -271,21 +350,33 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
         "\"cpu_us_per_value_by_node\":[%.2f,%.2f,%.2f],"
         "\"node0_cpu_cores\":%.2f,\"load_avg_1m\":%.2f,\"cpus\":%u,\"nodes\":3,\"clients\":%d,\"value_size\":%d,\"seconds\":%d,\"groups\":%d,"
         "\"batch\":%s,\"batch_count\":%d,\"batch_delay_ms\":%d,\"max_inflight\":%d,"
-        "\"sync_writes\":%s}\n",
+        "\"sync_writes\":%s,\"op\":\"%s\",\"election\":%s,\"clients_on\":\"%s\","
+        "\"clients_by_node\":[%d,%d,%d],\"ops_per_sec_by_node\":%s,\"p50_ms_by_node\":%s,"
+        "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
         mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
         FLAGS_clients, FLAGS_value_size, FLAGS_seconds, FLAGS_groups,
         FLAGS_batch ? "true" : "false", FLAGS_batch_count, FLAGS_batch_delay_ms,
-        FLAGS_max_inflight, FLAGS_sync_writes ? "true" : "false");
+        FLAGS_max_inflight, FLAGS_sync_writes ? "true" : "false", FLAGS_reads ? "read" : "propose",
+        FLAGS_election ? "true" : "false", FLAGS_clients_on.c_str(), ClientsOf(0), ClientsOf(1),
+        ClientsOf(2), by_node.ops.c_str(), by_node.p50.c_str(), by_node.p99.c_str(),
+        FLAGS_node0_role.c_str(), env.node0_is_master);
   } else {
-    std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients, "
-                "%d-byte values, %d s, %s\n",
-                FLAGS_sync_writes ? "on" : "OFF", FLAGS_groups, FLAGS_clients, FLAGS_value_size,
-                FLAGS_seconds,
-                FLAGS_batch ? ("BatchPropose (count " + std::to_string(FLAGS_batch_count) +
-                               ", delay " + std::to_string(FLAGS_batch_delay_ms) + " ms)").c_str()
-                            : "Propose");
+    std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients "
+                "(%d/%d/%d on nodes 0/1/2), %d-byte values, %d s, %s, election %s",
+                FLAGS_sync_writes ? "on" : "OFF", FLAGS_groups, FLAGS_clients, ClientsOf(0),
+                ClientsOf(1), ClientsOf(2), FLAGS_value_size, FLAGS_seconds,
+                FLAGS_reads   ? "ReadBarrier"
+                : FLAGS_batch ? ("BatchPropose (count " + std::to_string(FLAGS_batch_count) +
+                                 ", delay " + std::to_string(FLAGS_batch_delay_ms) + " ms)")
+                                    .c_str()
+                              : "Propose",
+                FLAGS_election ? "on" : "off");
+    if (env.node0_is_master >= 0) {
+      std::printf(" (node 0 %s)", env.node0_is_master ? "master" : "follower");
+    }
+    std::printf("\n");
     std::printf("%12s %9s %9s %9s %9s %9s %11s %10s %9s  %s\n", "values/s", "MB/s", "p50 ms",
                 "p99 ms", "p999 ms", "max ms", "CPU us/val", "ok", "failures", "codes");
     std::printf("%12.1f %9.3f %9.3f %9.3f %9.3f %9.3f %11.2f %10zu %9" PRIu64 "  %s\n", ops,
@@ -294,11 +385,186 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, uint64_t execu
     std::printf("(CPU us per value by node: node 0 %.2f (with the clients), node 1 %.2f, "
                 "node 2 %.2f; MB/s counts payload bytes only)\n",
                 cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2]);
+    if (FLAGS_clients_on == "all") {
+      std::printf("(by node 0/1/2: values/s %s, p50 ms %s, p99 ms %s)\n", by_node.ops.c_str(),
+                  by_node.p50.c_str(), by_node.p99.c_str());
+    }
     std::printf("(latencies of successful calls; node 0 kept %.2f of %u CPUs busy; "
                 "load average %.2f at start)\n",
                 env.node0_cpu, std::thread::hardware_concurrency(), env.load_avg_1m);
   }
   std::fflush(stdout);
+}
+
+// The master of `group` as `node` knows it: its index in `nodes`, -1 if none.
+int MasterIndex(chorus::Node* node, uint32_t group, const std::vector<chorus::NodeInfo>& nodes) {
+  chorus::MasterInfo m;
+  if (!node->GetMaster(group, &m).ok() || !m.known) return -1;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] == m.node) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// With --election and --node0_role=master|follower: makes node 0 (this
+// process) the master of every group, or a follower of another node. A
+// master elsewhere hands its groups over when it sees the file want_master
+// in --run_dir (ServeControl); node 0 hands its own to node 1.
+chorus::Status SetNode0Role(chorus::Node* node, const std::vector<chorus::NodeInfo>& nodes) {
+  if (!FLAGS_election || FLAGS_node0_role == "any") return chorus::Status::OK();
+  const bool want_master = FLAGS_node0_role == "master";
+  const std::string ask = FLAGS_run_dir + "/want_master";
+  if (want_master && !WriteFileAtomically(ask, "node 0\n")) {
+    return chorus::Status::IOError("cannot write " + ask);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(FLAGS_warmup_timeout_s);
+  chorus::Status s;
+  for (uint32_t g = 0; g < static_cast<uint32_t>(FLAGS_groups) && s.ok(); ++g) {
+    while (true) {
+      const bool is_master = node->IsMaster(g);
+      if (want_master ? is_master : !is_master && MasterIndex(node, g, nodes) > 0) break;
+      if (!want_master && is_master) node->TransferMaster(g, nodes[1].id());  // checked above
+      if (Clock::now() >= deadline) {
+        s = chorus::Status::Timeout("node 0 did not become " + FLAGS_node0_role + " of group " +
+                                    std::to_string(g));
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  if (want_master) std::remove(ask.c_str());
+  return s;
+}
+
+// With --reads: one ReadBarrier per group succeeds (a new master serves
+// reads once its first noop is committed) before the window starts.
+chorus::Status WarmUpReads(chorus::Node* node) {
+  const auto deadline = Clock::now() + std::chrono::seconds(FLAGS_warmup_timeout_s);
+  for (uint32_t g = 0; g < static_cast<uint32_t>(FLAGS_groups); ++g) {
+    chorus::Status s;
+    do {
+      uint64_t instance = 0;
+      s = node->ReadBarrier(g, &instance);
+      if (!s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (!s.ok() && !s.IsStopped() && Clock::now() < deadline);
+    if (!s.ok()) return s;
+  }
+  return chorus::Status::OK();
+}
+
+// Runs the `count` clients whose global indexes start at `first` from
+// `start_ns` to `end_ns` (CLOCK_MONOTONIC) and returns their results.
+std::vector<ClientResult> RunWindow(chorus::Node* node, int first, int count, int64_t start_ns,
+                                    int64_t end_ns) {
+  const int64_t wait_ns = start_ns - MonotonicNs();
+  if (wait_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
+  const auto end = Clock::now() + std::chrono::nanoseconds(end_ns - MonotonicNs());
+  std::vector<ClientResult> results(static_cast<size_t>(count));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < count; ++i) {
+    threads.emplace_back(RunClient, node, first + i, end, &results[static_cast<size_t>(i)]);
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+// The results of one node's clients as a file: a line "failures CODE:N ...",
+// then one latency (us) per line.
+std::string EncodeResults(const std::vector<ClientResult>& results) {
+  std::map<std::string, uint64_t> failures;
+  for (const ClientResult& r : results) {
+    for (const auto& [code, n] : r.failures) failures[code] += n;
+  }
+  std::string text = "failures";
+  for (const auto& [code, n] : failures) text += " " + code + ":" + std::to_string(n);
+  text += "\n";
+  for (const ClientResult& r : results) {
+    for (uint32_t us : r.latencies_us) text += std::to_string(us) + "\n";
+  }
+  return text;
+}
+
+bool DecodeResults(const std::string& text, ClientResult* out) {
+  const size_t nl = text.find('\n');
+  if (text.compare(0, 8, "failures") != 0 || nl == std::string::npos) return false;
+  size_t pos = 8;
+  while (pos < nl) {
+    const size_t colon = text.find(':', pos);
+    size_t next = text.find(' ', pos + 1);
+    if (next == std::string::npos || next > nl) next = nl;
+    if (colon == std::string::npos || colon > next) return false;
+    out->failures[text.substr(pos + 1, colon - pos - 1)] +=
+        std::strtoull(text.c_str() + colon + 1, nullptr, 10);
+    pos = next;
+  }
+  for (pos = nl + 1; pos < text.size();) {
+    char* end = nullptr;
+    const unsigned long us = std::strtoul(text.c_str() + pos, &end, 10);
+    if (end == text.c_str() + pos) break;
+    out->latencies_us.push_back(static_cast<uint32_t>(us));
+    pos = static_cast<size_t>(end - text.c_str()) + 1;
+  }
+  return true;
+}
+
+// A serving node (1 or 2) with a --run_dir: hands its mastership to node 0
+// while node 0 asks for it, and runs its share of --clients_on=all in the
+// window node 0 announced, then writes their results for node 0.
+void ServeControl(chorus::Node* node, const std::vector<chorus::NodeInfo>& nodes,
+                  const std::atomic<bool>* stop) {
+  const std::string ask = FLAGS_run_dir + "/want_master";
+  const std::string start = FLAGS_run_dir + "/start";
+  std::vector<Clock::time_point> last_transfer(static_cast<size_t>(FLAGS_groups));
+  bool ran = ClientsOf(FLAGS_node_index) == 0;
+  std::string text;
+  while (!stop->load()) {
+    if (FLAGS_election && access(ask.c_str(), F_OK) == 0) {
+      for (uint32_t g = 0; g < last_transfer.size(); ++g) {
+        if (node->IsMaster(g) && Clock::now() - last_transfer[g] > std::chrono::milliseconds(200)) {
+          node->TransferMaster(g, nodes[0].id());  // node 0 checks the outcome
+          last_transfer[g] = Clock::now();
+        }
+      }
+    }
+    long long start_ns = 0, end_ns = 0;
+    if (!ran && ReadFile(start, &text) &&
+        std::sscanf(text.c_str(), "%lld %lld", &start_ns, &end_ns) == 2) {
+      const std::vector<ClientResult> results =
+          RunWindow(node, FirstClientOf(FLAGS_node_index), ClientsOf(FLAGS_node_index),
+                    start_ns, end_ns);
+      const std::string path = FLAGS_run_dir + "/result" + std::to_string(FLAGS_node_index);
+      if (!WriteFileAtomically(path, EncodeResults(results))) {
+        std::fprintf(stderr, "propose_bench: node %d: cannot write %s\n", FLAGS_node_index,
+                     path.c_str());
+      }
+      ran = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Node 0: adds the results node 1 and node 2 wrote for --clients_on=all,
+// waiting for them until `deadline`.
+// node_of gets the node of each result added.
+chorus::Status CollectPeerResults(Clock::time_point deadline, std::vector<ClientResult>* results,
+                                  std::vector<int>* node_of) {
+  for (int i = 1; i < 3; ++i) {
+    if (ClientsOf(i) == 0) continue;
+    const std::string path = FLAGS_run_dir + "/result" + std::to_string(i);
+    std::string text;
+    while (!ReadFile(path, &text)) {
+      if (Clock::now() >= deadline) {
+        return chorus::Status::Timeout("no results from node " + std::to_string(i));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    results->emplace_back();
+    node_of->push_back(i);
+    if (!DecodeResults(text, &results->back())) {
+      return chorus::Status::Corruption("bad results file " + path);
+    }
+  }
+  return chorus::Status::OK();
 }
 
 int RunNode() {
@@ -317,17 +583,14 @@ int RunNode() {
   options.max_inflight = FLAGS_max_inflight;
   options.batch_max_count = FLAGS_batch_count;
   options.batch_delay_ms = FLAGS_batch_delay_ms;
+  options.master_election = FLAGS_election;
   std::vector<std::unique_ptr<CountingStateMachine>> machines;
   for (int g = 0; g < FLAGS_groups; ++g) {
     machines.push_back(std::make_unique<CountingStateMachine>());
     options.state_machines.emplace_back(static_cast<uint32_t>(g), machines.back().get());
   }
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = chorus::BlockStopSignals();
 
   std::unique_ptr<chorus::Node> node;
   s = chorus::Node::Open(options, &node);
@@ -337,15 +600,21 @@ int RunNode() {
     return 1;
   }
   if (!FLAGS_run_clients) {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
+    std::atomic<bool> stop{false};
+    std::thread control;
+    if (!FLAGS_run_dir.empty()) control = std::thread(ServeControl, node.get(), options.nodes, &stop);
+    chorus::WaitForStopSignal(stop_signals);
+    stop.store(true);
+    if (control.joinable()) control.join();
     node->Stop();
     return 0;
   }
 
   s = WarmUp(node.get());
+  if (s.ok()) s = SetNode0Role(node.get(), options.nodes);
+  if (s.ok() && FLAGS_reads) s = WarmUpReads(node.get());
   if (!s.ok()) {
-    std::fprintf(stderr, "propose_bench: the cluster chose no value within %d s: %s\n",
+    std::fprintf(stderr, "propose_bench: the cluster was not ready within %d s: %s\n",
                  FLAGS_warmup_timeout_s, s.ToString().c_str());
     node->Stop();
     return 1;
@@ -353,18 +622,25 @@ int RunNode() {
   uint64_t executed_before = 0;
   for (const auto& m : machines) executed_before += m->executed();
 
-  std::vector<ClientResult> results(static_cast<size_t>(FLAGS_clients));
-  std::vector<std::thread> threads;
   Environment env;
-  env.load_avg_1m = LoadAverage1m();
+  env.load_avg_1m = chorus::bench::LoadAverage1m();
+  if (FLAGS_election) env.node0_is_master = node->IsMaster(0) ? 1 : 0;
   const std::vector<pid_t> peers = PeerPids();
+  // The window starts a little later with clients elsewhere: they poll for it.
+  const int64_t start_ns = MonotonicNs() + (FLAGS_clients_on == "all" ? 100000000 : 0);
+  const int64_t end_ns = start_ns + int64_t{FLAGS_seconds} * 1000000000;
+  if (FLAGS_clients_on == "all" &&
+      !WriteFileAtomically(FLAGS_run_dir + "/start",
+                           std::to_string(start_ns) + " " + std::to_string(end_ns) + "\n")) {
+    std::fprintf(stderr, "propose_bench: cannot write %s/start\n", FLAGS_run_dir.c_str());
+    node->Stop();
+    return 1;
+  }
+  const int64_t wait_ns = start_ns - MonotonicNs();
+  if (wait_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
   const std::vector<double> cpu_before = SampleCpuSeconds(peers);
   const auto start = Clock::now();
-  const auto end = start + std::chrono::seconds(FLAGS_seconds);
-  for (int i = 0; i < FLAGS_clients; ++i) {
-    threads.emplace_back(RunClient, node.get(), i, end, &results[static_cast<size_t>(i)]);
-  }
-  for (std::thread& t : threads) t.join();
+  std::vector<ClientResult> results = RunWindow(node.get(), 0, ClientsOf(0), start_ns, end_ns);
   const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   const std::vector<double> cpu_after = SampleCpuSeconds(peers);
   env.node0_cpu = (cpu_after[0] - cpu_before[0]) / elapsed_s;
@@ -374,7 +650,14 @@ int RunNode() {
   }
   uint64_t executed = 0;
   for (const auto& m : machines) executed += m->executed();
-  Report(elapsed_s, results, executed - executed_before, env);
+  std::vector<int> node_of(results.size(), 0);
+  s = CollectPeerResults(Clock::now() + std::chrono::seconds(30), &results, &node_of);
+  if (!s.ok()) {
+    std::fprintf(stderr, "propose_bench: %s\n", s.ToString().c_str());
+    node->Stop();
+    return 1;
+  }
+  Report(elapsed_s, results, node_of, executed - executed_before, env);
   node->Stop();
   return 0;
 }
@@ -384,65 +667,29 @@ int RunNode() {
 std::atomic<bool> g_interrupted{false};
 void OnSignal(int) { g_interrupted.store(true); }
 
-// Three distinct loopback ports that were free a moment ago.
-bool PickPorts(std::vector<uint16_t>* ports) {
-  std::vector<int> fds;
-  bool ok = true;
-  for (int i = 0; i < 3 && ok; ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-         getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-    if (fd >= 0) fds.push_back(fd);
-    if (ok) ports->push_back(ntohs(addr.sin_port));
+// The flags that must agree with each other; the problem, or "" if none.
+std::string CheckFlags() {
+  if (FLAGS_clients < 1 || FLAGS_value_size < 0 || FLAGS_seconds < 1 || FLAGS_groups < 1) {
+    return "--clients, --seconds, --groups must be >= 1";
   }
-  for (int fd : fds) close(fd);
-  return ok;
-}
-
-pid_t Spawn(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    // Die with the parent, whatever kills it.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
-    execv("/proc/self/exe", argv.data());
-    _exit(127);
+  if (FLAGS_clients_on != "one" && FLAGS_clients_on != "all") return "--clients_on: one or all";
+  if (FLAGS_node0_role != "any" && FLAGS_node0_role != "master" &&
+      FLAGS_node0_role != "follower") {
+    return "--node0_role: any, master or follower";
   }
-  return pid;
-}
-
-// Waits for `pid` until `deadline`; returns its wait status, or -1 on timeout
-// or interruption.
-int WaitUntil(pid_t pid, Clock::time_point deadline) {
-  while (true) {
-    int status = 0;
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0) return -1;
-    if (Clock::now() >= deadline || g_interrupted.load()) return -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!FLAGS_election && (FLAGS_node0_role != "any" || FLAGS_reads)) {
+    return "--node0_role and --reads need --election";
   }
-}
-
-void Terminate(pid_t pid) {
-  kill(pid, SIGTERM);
-  if (WaitUntil(pid, Clock::now() + std::chrono::seconds(5)) == -1) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+  if (FLAGS_reads && (FLAGS_batch || FLAGS_clients_on != "one")) {
+    return "--reads runs its clients in node 0, without --batch";
   }
+  return "";
 }
 
 int RunParent(const char* argv0) {
-  if (FLAGS_clients < 1 || FLAGS_value_size < 0 || FLAGS_seconds < 1 || FLAGS_groups < 1) {
-    std::fprintf(stderr, "propose_bench: --clients, --seconds, --groups must be >= 1\n");
+  const std::string problem = CheckFlags();
+  if (!problem.empty()) {
+    std::fprintf(stderr, "propose_bench: %s\n", problem.c_str());
     return 2;
   }
   signal(SIGINT, OnSignal);
@@ -456,14 +703,12 @@ int RunParent(const char* argv0) {
   }
   const std::string dir = tmpl;
   std::vector<uint16_t> ports;
-  if (!PickPorts(&ports)) {
+  if (!chorus::bench::PickPorts(&ports)) {
     std::fprintf(stderr, "propose_bench: no free loopback ports\n");
     std::filesystem::remove_all(dir);
     return 1;
   }
-  std::string nodes;
-  for (uint16_t p : ports) nodes += (nodes.empty() ? "" : ",") + std::string("127.0.0.1:") +
-                                    std::to_string(p);
+  const std::string nodes = chorus::bench::LoopbackNodes(ports);
 
   auto flag = [](const char* name, const std::string& v) { return "--" + std::string(name) + "=" + v; };
   auto bool_flag = [](const char* name, bool v) { return std::string(v ? "--" : "--no") + name; };
@@ -477,21 +722,23 @@ int RunParent(const char* argv0) {
         flag("max_inflight", std::to_string(FLAGS_max_inflight)),
         flag("batch_count", std::to_string(FLAGS_batch_count)),
         flag("batch_delay_ms", std::to_string(FLAGS_batch_delay_ms)),
-        bool_flag("sync_writes", FLAGS_sync_writes)};
+        bool_flag("sync_writes", FLAGS_sync_writes), bool_flag("election", FLAGS_election),
+        flag("run_dir", dir), flag("clients", std::to_string(FLAGS_clients)),
+        flag("clients_on", FLAGS_clients_on), flag("value_size", std::to_string(FLAGS_value_size)),
+        bool_flag("batch", FLAGS_batch)};
     if (i == 0) {
       args.insert(args.end(),
-                  {"--run_clients", flag("clients", std::to_string(FLAGS_clients)),
-                   flag("value_size", std::to_string(FLAGS_value_size)),
-                   flag("seconds", std::to_string(FLAGS_seconds)),
+                  {"--run_clients", flag("seconds", std::to_string(FLAGS_seconds)),
                    flag("warmup_timeout_s", std::to_string(FLAGS_warmup_timeout_s)),
-                   bool_flag("batch", FLAGS_batch), bool_flag("json", FLAGS_json)});
+                   flag("node0_role", FLAGS_node0_role), bool_flag("reads", FLAGS_reads),
+                   bool_flag("json", FLAGS_json)});
       // Node 0 samples its peers' CPU time (node 1, node 2) over the window.
       if (pids.size() == 2) {
         args.push_back(flag("peer_pids",
                             std::to_string(pids[1]) + "," + std::to_string(pids[0])));
       }
     }
-    pid_t pid = Spawn(args);
+    pid_t pid = chorus::bench::SpawnSelf(args);
     if (pid < 0) {
       std::perror("propose_bench: fork");
       break;
@@ -503,8 +750,8 @@ int RunParent(const char* argv0) {
   if (pids.size() == 3) {
     // Node 0 has warm-up + the run + a stop to do.
     const auto deadline =
-        Clock::now() + std::chrono::seconds(FLAGS_warmup_timeout_s + FLAGS_seconds + 60);
-    int status = WaitUntil(pids.back(), deadline);
+        Clock::now() + std::chrono::seconds(2 * FLAGS_warmup_timeout_s + FLAGS_seconds + 90);
+    int status = chorus::bench::WaitUntil(pids.back(), deadline, &g_interrupted);
     if (status == -1) {
       std::fprintf(stderr, "propose_bench: %s\n",
                    g_interrupted.load() ? "interrupted" : "node 0 did not finish in time");
@@ -517,7 +764,7 @@ int RunParent(const char* argv0) {
     }
     pids.pop_back();
   }
-  for (pid_t pid : pids) Terminate(pid);
+  for (pid_t pid : pids) chorus::bench::Terminate(pid, &g_interrupted);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return rc;

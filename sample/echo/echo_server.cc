@@ -22,7 +22,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,7 +32,10 @@
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
+#include "tools/node_flags.h"
+#include "tools/print_line.h"
 #include "tools/program_flags.h"
+#include "tools/stop_signals.h"
 
 DEFINE_string(node, "", "this node, ip:port (REQUIRED)");
 DEFINE_string(nodes, "", "every node of the cluster, ip:port,ip:port,... (REQUIRED)");
@@ -48,15 +50,7 @@ DEFINE_bool(exit_on_eof, false, "exit once stdin ends and its last proposal retu
 
 namespace {
 
-// Serializes the lines of the loop threads and the proposing thread.
-std::mutex g_out_mu;
-
-void PrintLine(const std::string& line) {
-  std::lock_guard<std::mutex> lock(g_out_mu);
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
+using chorus::PrintLine;
 
 class EchoStateMachine : public chorus::StateMachine {
  public:
@@ -94,15 +88,12 @@ int main(int argc, char** argv) {
       &argc, &argv);
 
   chorus::Options options;
-  chorus::Status s = chorus::NodeInfo::Parse(FLAGS_node, &options.self);
-  if (!s.ok()) return Usage("--node: " + s.ToString());
-  s = chorus::NodeInfo::ParseList(FLAGS_nodes, &options.nodes);
-  if (!s.ok()) return Usage("--nodes: " + s.ToString());
-  if (FLAGS_data_dir.empty()) return Usage("--data_dir is required");
+  const std::string problem =
+      chorus::SetNodeAddresses(FLAGS_node, FLAGS_nodes, FLAGS_data_dir, &options);
+  if (!problem.empty()) return Usage(problem);
   if (FLAGS_propose_group < 0 || FLAGS_propose_group >= FLAGS_group_count) {
     return Usage("--propose_group must be in [0, --group_count)");
   }
-  options.data_dir = FLAGS_data_dir;
   options.create_if_missing = FLAGS_create_if_missing;
   options.group_count = FLAGS_group_count;
   options.sync_writes = FLAGS_sync_writes;
@@ -115,14 +106,10 @@ int main(int argc, char** argv) {
 
   // SIGINT/SIGTERM are taken by sigwait below: block them before any thread
   // exists so that every thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = chorus::BlockStopSignals();
 
   std::unique_ptr<chorus::Node> node;
-  s = chorus::Node::Open(options, &node);
+  chorus::Status s = chorus::Node::Open(options, &node);
   if (!s.ok()) {
     std::fprintf(stderr, "echo_server: Open: %s\n", s.ToString().c_str());
     return 1;
@@ -149,8 +136,7 @@ int main(int argc, char** argv) {
   });
   proposer.detach();
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  chorus::WaitForStopSignal(stop_signals);
   node->Stop();
   std::fflush(stdout);
   // Not returning from main: the detached proposer may still use `node`.

@@ -20,53 +20,11 @@ deadline_s=${DEADLINE_S:-60}
 values_per_node=${VALUES_PER_NODE:-5}
 [ -x "$server" ] || { echo "run_cluster: no echo_server at '$server' (build it, or set ECHO_SERVER)" >&2; exit 2; }
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/chorus-echo.XXXXXX")
-pids=()
-status=1
-cleanup() {
-  trap - EXIT INT TERM
-  for fd in "${fds[@]:-}"; do [ -n "$fd" ] && exec {fd}>&- 2>/dev/null || true; done
-  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 50); do
-    alive=0
-    for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.1
-  done
-  for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [ "$status" != 0 ]; then
-    for i in 1 2 3; do
-      [ -f "$tmp/out$i" ] && { echo "--- node $i stdout"; cat "$tmp/out$i"; }
-      [ -f "$tmp/err$i" ] && { echo "--- node $i stderr"; tail -n 30 "$tmp/err$i"; }
-    done
-  fi
-  rm -rf "$tmp"
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-fail() { echo "run_cluster: FAIL: $*" >&2; status=1; exit 1; }
-
-# A TCP port nobody on this machine uses (per /proc/net/tcp{,6}) that we did
-# not pick already.
-port_in_use() {
-  local hex
-  hex=$(printf ':%04X' "$1")
-  awk -v h="$hex" 'FNR > 1 && substr($2, length($2) - 4) == h { found = 1 } END { exit !found }' \
-    /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-ports=()
-while [ ${#ports[@]} -lt 3 ]; do
-  p=$((20000 + RANDOM % 30000))
-  port_in_use "$p" && continue
-  [[ " ${ports[*]} " == *" $p "* ]] && continue
-  ports+=("$p")
-done
+. "$root/sample/cluster_lib.sh"
+cluster_init echo
 nodes="127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
 echo "run_cluster: nodes $nodes, data under $tmp"
 
-fds=()
 for i in 1 2 3; do
   mkfifo "$tmp/in$i"
   # First start: the only time a node may create its log.

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs short propose_bench runs of the master-election modes and checks that
+# each prints one JSON object that parses, with ops > 0 (failures are
+# printed, not asserted: a forwarded proposal may time out at a master change)
+# (ctest propose_bench_modes, label sample). It asserts no speed.
+#   --election --clients_on=all         clients on all 3 nodes (forwarding)
+#   --election --node0_role=master      clients on the master
+#   --election --reads --node0_role=master     lease reads
+#   --election --reads --node0_role=follower   read-index reads
+#   scripts/check_propose_bench_modes.sh PROPOSE_BENCH
+set -uo pipefail
+prog=${1:?usage: check_propose_bench_modes.sh PROPOSE_BENCH}
+check() {
+  local out rc
+  out=$("$prog" --seconds=1 --json "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "check_propose_bench_modes: $* exited with $rc" >&2; echo "$out" >&2; exit 1
+  fi
+  python3 - "$out" "$@" <<'PY' || { echo "check_propose_bench_modes: $*: bad JSON" >&2; echo "$out" >&2; exit 1; }
+import json, sys
+o = json.loads(sys.argv[1].strip().splitlines()[-1])
+args = sys.argv[2:]
+assert o["ops"] > 0 and o["ops_per_sec"] > 0, o
+assert o["election"] is True, o
+if "--clients_on=all" in args:
+    assert o["clients_on"] == "all" and all(n > 0 for n in o["clients_by_node"]), o
+if "--node0_role=master" in args:
+    assert o["node0_is_master"] == 1, o
+if "--node0_role=follower" in args:
+    assert o["node0_is_master"] == 0, o
+assert o["op"] == ("read" if "--reads" in args else "propose"), o
+PY
+}
+check --election --clients_on=all --clients=6
+check --election --node0_role=master --clients=4
+check --election --reads --node0_role=master --clients=2
+check --election --reads --node0_role=follower --clients=2
+exit 0
