@@ -42,9 +42,11 @@ void GroupMaster::Update(const MasterSnapshot& now) {
   }
   // Stored first: a callback that asks GetMaster sees the new master.
   const uint64_t self = options_->self.id();
-  const bool changed = before.node != now.node || before.epoch_number != now.epoch_number ||
-                       before.epoch_node != now.epoch_node ||
-                       before.is_master(self) != now.is_master(self);
+  // A new epoch of the same master (it ran phase 1 again above a stale
+  // promise, say of a member that campaigned unheard after a restart) is no
+  // change for the application: GetMaster shows it, the callback does not.
+  const bool changed =
+      before.node != now.node || before.is_master(self) != now.is_master(self);
   if (changed && options_->on_master_change) {
     options_->on_master_change(group_, now.is_master(self));
   }

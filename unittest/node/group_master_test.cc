@@ -87,6 +87,10 @@ TEST_F(GroupMasterTest, TheCallbackFiresWhenTheMasterChangesOnly) {
   master_->Update(later);
   EXPECT_EQ(changes_.size(), 1u);
   EXPECT_EQ(master_->snapshot().master_chosen_end, 20u);
+  later.epoch_number = 5;  // the same master ran phase 1 again: no change
+  master_->Update(later);
+  EXPECT_EQ(changes_.size(), 1u);
+  EXPECT_EQ(master_->snapshot().epoch_number, 5u);
   master_->Update(MasterIs(0, false));  // this node won, not ready yet
   master_->Update(MasterIs(0, true));   // ready
   EXPECT_EQ(changes_, std::vector<bool>({false, false, true}));

@@ -30,8 +30,10 @@ namespace chorus {
 struct MasterInfo {
   // The master's address; its id is node.id().
   NodeInfo node;
-  // The master's epoch: the ballot it was elected with, (number, node id).
-  // Every change of master changes it, and it only grows: compare
+  // The master's epoch: its current ballot, (number, node id). Every change
+  // of master changes it; so does, rarely, the same master running phase 1
+  // again (above a stale promise of a member that restarted), which is no
+  // change of master (on_master_change is not called). It only grows: compare
   // (epoch_number, epoch_node) lexicographically to tell the newer of two
   // answers, e.g. from different nodes.
   uint64_t epoch_number = 0;

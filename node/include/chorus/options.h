@@ -191,6 +191,7 @@ struct Options {
   // this node knows it, changes: this node became master (is_master true;
   // it is ready: ReadBarrier is served by its lease), it stopped being
   // master (false), or it learned of another master, or of none (false).
+  // A new epoch of the same master (GetMaster shows it) does not call it.
   // It must be quick and must not block. It may call the Node's queries
   // (GetMaster for the details, IsMaster, GetGroupStatus), but never a call
   // that waits for the group (Propose, BatchPropose, ReadBarrier,
