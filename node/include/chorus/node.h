@@ -56,6 +56,21 @@ struct GroupStatus {
   bool caught_up = false;
   // The master's node id (NodeInfo::id()), 0 when none is known.
   uint64_t master_node = 0;
+  // Checkpoints and the log (Options checkpoint_*):
+  // the instance of the newest stored checkpoint (0: none);
+  uint64_t checkpoint_instance = 0;
+  // the first instance the log still holds (Node::GetMinChosenInstanceId);
+  uint64_t log_start = 0;
+  // a checkpoint being received from a peer (catch-up by checkpoint): its
+  // instance (0: no transfer), and bytes received of its total.
+  uint64_t transfer_instance = 0;
+  uint64_t transfer_bytes_done = 0;
+  uint64_t transfer_bytes_total = 0;
+  // Checkpoints made, received (loaded from a peer) and sent by this node
+  // in this group since Open.
+  uint64_t checkpoints_made = 0;
+  uint64_t checkpoints_loaded = 0;
+  uint64_t checkpoints_sent = 0;
 };
 
 class Node {

@@ -199,6 +199,45 @@ struct Options {
   // Default (empty): none.
   std::function<void(uint32_t group, bool is_master)> on_master_change;
 
+  // ---- Checkpoints and log trimming (per group) ----
+  //
+  // A group makes a checkpoint only when every one of its state machines
+  // supports them (StateMachine::PrepareCheckpoint). chorus stores the
+  // newest complete one per group, trims the log below it (keeping a
+  // margin, so that a peer that lags by less catches up from the log), loads
+  // it on restart instead of replaying the whole log, and sends it to a peer
+  // that fell behind every log (streamed in checksummed chunks, resumed
+  // after an interruption, loaded in the running process).
+
+  // Where the checkpoints live: one directory per group and checkpoint
+  // (checkpoint_dir/g<group>/<instance>/). Default (empty): data_dir +
+  // "/checkpoints"; with an empty data_dir as well (a log_storage_factory
+  // and no data_dir), checkpoints are off and the log is never trimmed.
+  std::string checkpoint_dir;
+  // Make a checkpoint each time the group executed this many instances
+  // since the last one. 0: never (no trimming; a peer behind every log
+  // can still be sent the newest checkpoint there is, which is none).
+  // Default 100000: at 20,000 values/s one every 5 s, and the log holds at
+  // most this plus log_keep_instances records.
+  uint64_t checkpoint_interval_instances = 100000;
+  // Instances of log kept below the newest checkpoint when trimming.
+  // A peer lagging by less than this catches up from the log (cheap); one
+  // lagging by more gets the checkpoint. Default 20000. 0: trim right at
+  // the checkpoint.
+  uint64_t log_keep_instances = 20000;
+  // ...and at least this many bytes of chosen values are kept below the
+  // checkpoint (both margins hold: the trim point is the lower of the two).
+  // Default 0 (the instance margin alone).
+  uint64_t log_keep_bytes = 0;
+  // A checkpoint is sent in chunks of this many bytes, each checksummed,
+  // one chunk outstanding per transfer (bounded memory on both sides).
+  // Default 1 MiB; REQUIRES 4 KiB .. max_frame_bytes / 2.
+  uint32_t checkpoint_chunk_bytes = 1u << 20;
+  // Rate limit of the checkpoint chunks this node sends (all transfers
+  // together), so a transfer does not starve the replication traffic.
+  // Default 200 MiB/s; 0: unlimited.
+  uint64_t checkpoint_send_bytes_per_sec = 200u << 20;
+
   // ---- Batching (BatchPropose) ----
   // A batch leaves when it holds this many values... Default 64.
   int batch_max_count = 64;

@@ -7,6 +7,7 @@
 #define CHORUS_STATE_MACHINE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "chorus/status.h"
@@ -67,6 +68,29 @@ struct ExecuteInfo {
   uint64_t proposal_id = 0;
 };
 
+// Where a checkpoint stands (StateMachine::PrepareCheckpoint, LoadCheckpoint).
+struct CheckpointInfo {
+  uint32_t group = 0;
+  // The checkpoint reflects every instance below `instance` (each value
+  // chosen there was executed, each noop skipped) and nothing at or above it.
+  uint64_t instance = 0;
+};
+
+// Writes one checkpoint's files. Made by StateMachine::PrepareCheckpoint on
+// the group's loop thread; chorus then calls Write once, on its checkpoint
+// thread, while the group goes on choosing and executing, and destroys it.
+class CheckpointWriter {
+ public:
+  virtual ~CheckpointWriter();
+  // Writes the checkpoint into `dir` (it exists and is empty): any number of
+  // files, in subdirectories or not. chorus syncs them and records every
+  // file's size and checksum once Write returned OK; a non-ok Status drops
+  // this checkpoint (the previous one stays; chorus tries again at the next
+  // interval). Write runs concurrently with Execute on this state machine:
+  // it must read only what PrepareCheckpoint captured (see there).
+  virtual Status Write(const std::string& dir) = 0;
+};
+
 class StateMachine {
  public:
   virtual ~StateMachine();
@@ -120,7 +144,58 @@ class StateMachine {
   // chosen-instance record without its own fsync (the votes that chose it
   // are synced, so it is learned again), and skips the instances below the
   // checkpoint when they come back.
+  //
+  // With checkpoints (PrepareCheckpoint below), Node::Open first loads the
+  // group's newest stored checkpoint into every state machine whose
+  // GetCheckpointInstanceId() is below that checkpoint's instance, then
+  // replays the log from there. So an in-memory state machine (the default
+  // 0) comes back from the checkpoint and replays only the log after it.
   virtual uint64_t GetCheckpointInstanceId(uint32_t group) const;
+
+  // ---- Checkpoints (optional) ----
+  //
+  // A checkpoint lets chorus trim the group's log (Options::
+  // checkpoint_interval_instances, log_keep_instances) and bring a replica
+  // that fell behind every peer's log up to date by sending it a checkpoint
+  // instead of the log. chorus owns the stored checkpoints (under
+  // Options::checkpoint_dir) and their transfer; the state machine only
+  // writes one and loads one.
+  //
+  // Snapshot isolation is the state machine's part, and it is this:
+  // PrepareCheckpoint captures the state as of info.instance, and Write
+  // later writes exactly that state, however many values Execute applied
+  // in between. Ways to get it: a leveldb/rocksdb snapshot (GetSnapshot())
+  // or a checkpoint of the database's files taken in PrepareCheckpoint; a
+  // copy of small state; a copy-on-write / persistent data structure.
+
+  // Called on the group's loop thread between two instances: this state
+  // machine executed every instance below info.instance and none at or
+  // above it. Capture what Write needs and return quickly (the group
+  // executes nothing meanwhile): set *writer and return OK. Return
+  // NotSupported (the default) when this state machine makes no
+  // checkpoints: then the group makes none and its log is never trimmed
+  // (every state machine of a group must support them). Any other non-ok
+  // Status skips this checkpoint.
+  virtual Status PrepareCheckpoint(const CheckpointInfo& info,
+                                   std::unique_ptr<CheckpointWriter>* writer);
+
+  // Replaces this state machine's whole state with the checkpoint of
+  // `info` whose files are in `dir` (what a Write produced, on this or
+  // another replica; chorus verified every file's size and checksum).
+  // Called on the group's loop thread when this replica catches up by
+  // checkpoint (the group applies nothing meanwhile; other groups go on), or
+  // inside Node::Open on restart (see GetCheckpointInstanceId). No process
+  // exit is needed or expected.
+  // After OK, the next Execute / ExecuteNoop is for info.instance, and
+  // GetCheckpointInstanceId() should report at least info.instance (a
+  // persistent state machine records it with its state).
+  // ATOMIC: until it returns OK the old state must stay intact and usable
+  // (build the new state beside the old one, verify it, then swap); on
+  // error chorus keeps the old state and tries again later. The files in
+  // `dir` are chorus's: read them, or move them into the state machine's own
+  // storage; chorus deletes whatever is left in `dir` afterwards.
+  // Default: NotSupported.
+  virtual Status LoadCheckpoint(const CheckpointInfo& info, const std::string& dir);
 };
 
 }  // namespace chorus
