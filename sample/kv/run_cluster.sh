@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Runs a 3-replica chorus-kv cluster on 127.0.0.1 and drives it with the
+# stock redis-cli (ctest sample_kv_cluster, label sample):
+#
+#   KV_SERVER=build/sample/kv/kv_server sample/kv/run_cluster.sh
+#
+# Builds nothing: $KV_SERVER (default build/sample/kv/kv_server under the
+# repository root) and redis-cli (Debian: redis-tools, which
+# scripts/install_deps.sh installs) must exist. It
+#  1. starts three kv_server on free ports with fresh data dirs in a temp dir
+#     and waits until all three name the same master (INFO);
+#  2. SETs on node 1 and GETs on nodes 2 and 3 (linearizable reads: a read
+#     index on a follower, a lease read on the master), MSET / INCR / DEL /
+#     EXISTS / SET NX through different nodes;
+#  3. kills the master with kill -9, waits until the two others agree on a
+#     new master, and checks that writes continue through both survivors;
+#  4. restarts the old master on its data dir: it learns the new master,
+#     catches up (INFO caught_up:1; the writes made while it was down read
+#     back on it) and serves a write of its own;
+#  5. checks that the three replicas hold the same data (DEBUG DIGEST), then
+#     stops them with SIGTERM and checks that each exited 0.
+# Exits 0 only if every check held; the nodes are always stopped on exit.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+server=${KV_SERVER:-$root/build/sample/kv/kv_server}
+deadline_s=${DEADLINE_S:-30}
+[ -x "$server" ] || { echo "run_cluster: no kv_server at '$server' (build it, or set KV_SERVER)" >&2; exit 2; }
+command -v redis-cli >/dev/null ||
+  { echo "run_cluster: no redis-cli (scripts/install_deps.sh installs redis-tools)" >&2; exit 2; }
+
+. "$root/sample/cluster_lib.sh"
+cluster_init kv
+# Three more free ports, for the RESP listeners.
+rports=()
+while [ ${#rports[@]} -lt 3 ]; do
+  p=$((20000 + RANDOM % 30000))
+  port_in_use "$p" && continue
+  [[ " ${ports[*]} ${rports[*]} " == *" $p "* ]] && continue
+  rports+=("$p")
+done
+addr() { echo "127.0.0.1:${ports[$(($1 - 1))]}"; }
+nodes="$(addr 1),$(addr 2),$(addr 3)"
+echo "run_cluster: nodes $nodes, RESP ports ${rports[*]}, data under $tmp"
+
+start() {
+  local i=$1
+  shift
+  "$server" --node="$(addr "$i")" --nodes="$nodes" --data_dir="$tmp/data$i" \
+    --port="${rports[$((i - 1))]}" "$@" >>"$tmp/out$i" 2>>"$tmp/err$i" &
+  pids[$((i - 1))]=$!
+}
+alive() { [ -n "${pids[$(($1 - 1))]}" ] && kill -0 "${pids[$(($1 - 1))]}" 2>/dev/null; }
+end=$(( $(date +%s) + deadline_s ))
+in_time() { [ "$(date +%s)" -lt "$end" ]; }
+# cli NODE ARGS...: redis-cli against node NODE (never hangs: 10 s at most).
+cli() {
+  local i=$1
+  shift
+  timeout 10 redis-cli -h 127.0.0.1 -p "${rports[$((i - 1))]}" "$@" 2>&1 | tr -d '\r'
+}
+# field NODE NAME: the INFO field NAME of node NODE ("" when unreachable).
+field() { cli "$1" INFO | sed -n "s/^$2://p"; }
+
+# expect NODE WANT ARGS...: runs the command on node NODE; its output must be WANT.
+expect() {
+  local i=$1 want=$2 got
+  shift 2
+  got=$(cli "$i" "$@")
+  [ "$got" = "$want" ] || fail "node $i: '$*' answered '$got', expected '$want'"
+  echo "run_cluster: node $i: $* -> $got"
+}
+
+# retry NODE WANT ARGS...: like expect, but retries an answer that is safe to
+# retry (TRYAGAIN: never proposed; TIMEOUT: an idempotent SET whose outcome
+# is unknown; or no answer yet) until the deadline.
+retry() {
+  local i=$1 want=$2 got
+  shift 2
+  while true; do
+    got=$(cli "$i" "$@")
+    if [ "$got" = "$want" ]; then
+      echo "run_cluster: node $i: $* -> $got"
+      return 0
+    fi
+    alive "$i" || fail "node $i exited"
+    in_time || fail "node $i: '$*' kept answering '$got', expected '$want'"
+    grep -qE '^(TRYAGAIN|TIMEOUT|Could not connect|$)' <<<"$got" ||
+      fail "node $i: '$*' answered '$got', expected '$want'"
+    sleep 0.2
+  done
+}
+
+# wait_master NODES...: waits until every node of NODES names the same master
+# and that node says it is it; prints the master's node number.
+wait_master() {
+  local i m first master
+  while true; do
+    first=""
+    master=""
+    for i in "$@"; do
+      alive "$i" || fail "node $i exited"
+      m=$(field "$i" master)
+      [ -n "$m" ] && [ "$m" != none ] || { first=""; break; }
+      [ -z "$first" ] && first=$m
+      [ "$m" = "$first" ] || { first=""; break; }
+      [ "$(addr "$i")" = "$m" ] && [ "$(field "$i" role)" = master ] && master=$i
+    done
+    if [ -n "$first" ] && [ -n "$master" ]; then
+      echo "$master"
+      return 0
+    fi
+    in_time || fail "nodes $* did not agree on a master within ${deadline_s}s"
+    sleep 0.1
+  done
+}
+
+# 1. A fresh cluster elects a master.
+for i in 1 2 3; do start "$i" --create_if_missing; done
+for i in 1 2 3; do
+  until grep -q '^ready ' "$tmp/out$i"; do
+    alive "$i" || fail "node $i exited"
+    in_time || fail "node $i is not ready within ${deadline_s}s"
+    sleep 0.05
+  done
+done
+old=$(wait_master 1 2 3)
+echo "run_cluster: all three name the master: node $old ($(addr "$old"))"
+
+# 2. Writes on one node, linearizable reads on the others.
+expect 1 PONG PING
+retry 1 OK SET greeting hello
+expect 2 hello GET greeting
+expect 3 hello GET greeting
+expect 2 OK MSET a 1 b 2
+expect 3 "$(printf '1\n2\n')" MGET a b
+expect 1 1 INCR counter
+expect 2 2 INCR counter
+expect 3 3 INCRBY counter 1
+expect 1 "" SET greeting other NX   # the key exists: nothing set (nil)
+expect 3 hello GET greeting
+expect 2 1 DEL b
+expect 1 1 EXISTS a b
+
+# 3. kill -9 the master: the two others elect a new one, writes continue.
+survivors=()
+for i in 1 2 3; do [ "$i" != "$old" ] && survivors+=("$i"); done
+kill -KILL "${pids[$((old - 1))]}"
+wait "${pids[$((old - 1))]}" 2>/dev/null || true
+pids[$((old - 1))]=""
+echo "run_cluster: kill -9 node $old (the master)"
+new=$(wait_master "${survivors[@]}")
+[ "$new" != "$old" ] || fail "the killed node $old is still named master"
+echo "run_cluster: nodes ${survivors[*]} agree on the new master: node $new ($(addr "$new"))"
+follower=${survivors[0]}
+[ "$follower" = "$new" ] && follower=${survivors[1]}
+retry "$follower" OK SET after-failover yes
+expect "$new" yes GET after-failover
+expect "$new" 4 INCR counter
+expect "$follower" 4 GET counter
+
+# 4. Restart the old master: it learns the new master and catches up.
+start "$old"
+until [ "$(field "$old" master)" = "$(addr "$new")" ] && [ "$(field "$old" caught_up)" = 1 ]; do
+  alive "$old" || fail "restarted node $old exited"
+  in_time || fail "restarted node $old did not learn the master and catch up within ${deadline_s}s"
+  sleep 0.1
+done
+[ "$(field "$old" role)" = slave ] || fail "restarted node $old is not a follower"
+echo "run_cluster: restarted node $old names the master node $new and caught up"
+expect "$old" yes GET after-failover
+expect "$old" 4 GET counter
+retry "$old" OK SET from-restarted 1
+expect "$new" 1 GET from-restarted
+expect "$follower" 1 GET from-restarted
+
+# 5. Same data everywhere; a clean stop.
+d1=$(cli 1 DEBUG DIGEST)
+for i in 2 3; do
+  [ "$(cli "$i" DEBUG DIGEST)" = "$d1" ] || fail "node $i holds other data: $(cli "$i" DEBUG DIGEST) vs node 1: $d1"
+done
+echo "run_cluster: every replica holds the same data (DEBUG DIGEST: keys:crc $d1)"
+for i in 1 2 3; do kill -TERM "${pids[$((i - 1))]}"; done
+for i in 1 2 3; do
+  rc=0
+  wait "${pids[$((i - 1))]}" || rc=$?
+  pids[$((i - 1))]=""
+  [ "$rc" = 0 ] || fail "node $i exited with $rc on SIGTERM"
+done
+echo "run_cluster: PASS: SET/GET across replicas, master node $old killed, node $new elected," \
+  "writes continued, node $old restarted and caught up, all stopped cleanly"
+status=0
