@@ -11,7 +11,8 @@
 #     and waits until all three name the same master (INFO);
 #  2. SETs on node 1 and GETs on nodes 2 and 3 (linearizable reads: a read
 #     index on a follower, a lease read on the master), MSET / INCR / DEL /
-#     EXISTS / SET NX through different nodes;
+#     EXISTS / SET NX through different nodes; an unknown command and
+#     malformed / oversized requests get error replies (and the node lives);
 #  3. kills the master with kill -9, waits until the two others agree on a
 #     new master, and checks that writes continue through both survivors;
 #  4. restarts the old master on its data dir: it learns the new master,
@@ -117,7 +118,7 @@ wait_master() {
 # 1. A fresh cluster elects a master.
 for i in 1 2 3; do start "$i" --create_if_missing; done
 for i in 1 2 3; do
-  until grep -q '^ready ' "$tmp/out$i"; do
+  until grep -qs '^ready ' "$tmp/out$i"; do
     alive "$i" || fail "node $i exited"
     in_time || fail "node $i is not ready within ${deadline_s}s"
     sleep 0.05
@@ -140,6 +141,29 @@ expect 1 "" SET greeting other NX   # the key exists: nothing set (nil)
 expect 3 hello GET greeting
 expect 2 1 DEL b
 expect 1 1 EXISTS a b
+
+# Bad input gets an error reply, never a crash or a hang: an unknown command
+# (the connection goes on), a malformed and an oversized request (a protocol
+# error: the reply, then the server closes the connection).
+expect 2 "ERR unknown command 'NOSUCH', with args beginning with: 'x' " NOSUCH x
+# raw NODE BYTES: sends BYTES on a fresh connection; prints what came back
+# until the server closed it (at most 5 s).
+raw() {
+  local fd reply
+  exec {fd}<>"/dev/tcp/127.0.0.1/${rports[$(($1 - 1))]}"
+  printf '%b' "$2" >&"$fd"
+  reply=$(timeout 5 cat <&"$fd" | tr -d '\r') || true
+  exec {fd}>&-
+  echo "$reply"
+}
+for bad in '*1\r\n$x\r\n' '*2\r\n$3\r\nGET\r\n$99999999999\r\n' '*9999999\r\n' 'GET "unbalanced\r\n'; do
+  got=$(raw 3 "PING\r\n$bad")
+  [[ "$got" == "+PONG"$'\n'"-ERR Protocol error: "* ]] ||
+    fail "node 3: '$bad' got '$got', not a PONG then a protocol error"
+  echo "run_cluster: node 3: malformed '$bad' -> $(tail -n 1 <<<"$got") (connection closed)"
+done
+alive 3 || fail "node 3 exited after malformed input"
+expect 3 PONG PING
 
 # 3. kill -9 the master: the two others elect a new one, writes continue.
 survivors=()
