@@ -368,9 +368,14 @@ uint64_t KvStore::GetCheckpointInstanceId(uint32_t) const {
 Status KvStore::PrepareCheckpoint(const CheckpointInfo& info,
                                   std::unique_ptr<CheckpointWriter>* writer) {
   const KvPosition p = position();
-  if (p.instance != info.instance || p.batch_index != 0) {
-    // E.g. a store ahead of chorus's log after a machine crash: its state
-    // is not the state at info.instance, so it must not be sold as such.
+  // chorus calls this when every instance below info.instance was executed
+  // and none above, so the state is the state at info.instance, even when
+  // the recorded position is lower (the last value of an instance belonged
+  // to another state machine of the group: see ExecuteInfo::batch_size).
+  // Only a store AHEAD of it (after a machine crash, the store kept writes
+  // that chorus's log has yet to learn again) holds another state, which
+  // must not be sold as the state at info.instance.
+  if (Before(KvPosition{info.instance, 0}, p)) {
     return Status::InvalidArgument("kv store is at instance " + std::to_string(p.instance) +
                                    " batch " + std::to_string(p.batch_index) +
                                    ", not at the checkpoint's instance " +

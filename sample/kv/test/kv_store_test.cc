@@ -197,14 +197,25 @@ TEST_F(KvStoreTest, CheckpointIsASnapshotAndLoadsIntoAnotherStore) {
   EXPECT_NE(d1, d2);
 }
 
-TEST_F(KvStoreTest, PrepareRefusesAnotherInstance) {
+TEST_F(KvStoreTest, PrepareRefusesAStoreAheadOfTheCheckpoint) {
   auto s = OpenStore("a");
   Run(s.get(), 0, {"SET", "k", "v"});
+  Run(s.get(), 1, {"SET", "k", "w"});
   CheckpointInfo info;
-  info.instance = 5;
+  info.instance = 1;  // the store already applied instance 1
   std::unique_ptr<CheckpointWriter> w;
-  EXPECT_FALSE(s->PrepareCheckpoint(info, &w).ok());
+  EXPECT_TRUE(s->PrepareCheckpoint(info, &w).IsInvalidArgument());
   EXPECT_EQ(w, nullptr);
+  // Behind is fine: instances 2..4 held nothing for it.
+  info.instance = 5;
+  ASSERT_TRUE(s->PrepareCheckpoint(info, &w).ok());
+  const std::string dir = root_ + "/c";
+  fs::create_directories(dir);
+  ASSERT_TRUE(w->Write(dir).ok());
+  auto d = OpenStore("d");
+  ASSERT_TRUE(d->LoadCheckpoint(info, dir).ok());
+  EXPECT_EQ(GetOr(d.get(), "k"), "w");
+  EXPECT_EQ(d->GetCheckpointInstanceId(0), 5u);
 }
 
 // The old state stays intact and in use whenever a load fails.
