@@ -14,17 +14,31 @@
 #     EXISTS / SET NX through different nodes; an unknown command and
 #     malformed / oversized requests get error replies (and the node lives);
 #  3. kills the master with kill -9, waits until the two others agree on a
-#     new master, and checks that writes continue through both survivors;
+#     new master, and checks that writes continue through both survivors,
+#     then makes MORE_WRITES single writes, and (with a chorus that makes
+#     checkpoints) checks that both survivors made one and trimmed their logs
+#     past where the old master stopped;
 #  4. restarts the old master on its data dir: it learns the new master,
 #     catches up (INFO caught_up:1; the writes made while it was down read
-#     back on it) and serves a write of its own;
+#     back on it; past trimmed logs only by loading a checkpoint, which it
+#     must have done: INFO kv_checkpoints_loaded) and serves a write;
 #  5. checks that the three replicas hold the same data (DEBUG DIGEST), then
 #     stops them with SIGTERM and checks that each exited 0.
 # Exits 0 only if every check held; the nodes are always stopped on exit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 server=${KV_SERVER:-$root/build/sample/kv/kv_server}
-deadline_s=${DEADLINE_S:-30}
+deadline_s=${DEADLINE_S:-60}
+# Checkpoints: the replicas make one every CKPT_INTERVAL instances and keep
+# LOG_KEEP instances of log below it; MORE_WRITES single writes are made
+# while the master is down, so that the survivors trim their logs past it
+# and the restarted node must catch up by loading a checkpoint in its
+# running process. A chorus that makes no checkpoints (issue 10 not in this
+# build) skips those checks with a note, unless REQUIRE_CHECKPOINTS=1.
+ckpt_interval=${CKPT_INTERVAL:-50}
+log_keep=${LOG_KEEP:-10}
+more_writes=${MORE_WRITES:-300}
+require_checkpoints=${REQUIRE_CHECKPOINTS:-0}
 [ -x "$server" ] || { echo "run_cluster: no kv_server at '$server' (build it, or set KV_SERVER)" >&2; exit 2; }
 command -v redis-cli >/dev/null ||
   { echo "run_cluster: no redis-cli (scripts/install_deps.sh installs redis-tools)" >&2; exit 2; }
@@ -47,7 +61,8 @@ start() {
   local i=$1
   shift
   "$server" --node="$(addr "$i")" --nodes="$nodes" --data_dir="$tmp/data$i" \
-    --port="${rports[$((i - 1))]}" "$@" >>"$tmp/out$i" 2>>"$tmp/err$i" &
+    --port="${rports[$((i - 1))]}" --checkpoint_interval="$ckpt_interval" --log_keep="$log_keep" \
+    "$@" >>"$tmp/out$i" 2>>"$tmp/err$i" &
   pids[$((i - 1))]=$!
 }
 alive() { [ -n "${pids[$(($1 - 1))]}" ] && kill -0 "${pids[$(($1 - 1))]}" 2>/dev/null; }
@@ -168,8 +183,9 @@ expect 3 PONG PING
 # 3. kill -9 the master: the two others elect a new one, writes continue.
 survivors=()
 for i in 1 2 3; do [ "$i" != "$old" ] && survivors+=("$i"); done
-kill -KILL "${pids[$((old - 1))]}"
-wait "${pids[$((old - 1))]}" 2>/dev/null || true
+old_executed=$(field "$old" executed_instance)
+# (stderr of both to /dev/null: bash's "Killed" job notice is no failure)
+{ kill -KILL "${pids[$((old - 1))]}"; wait "${pids[$((old - 1))]}"; } 2>/dev/null || true
 pids[$((old - 1))]=""
 echo "run_cluster: kill -9 node $old (the master)"
 new=$(wait_master "${survivors[@]}")
@@ -181,6 +197,26 @@ retry "$follower" OK SET after-failover yes
 expect "$new" yes GET after-failover
 expect "$new" 4 INCR counter
 expect "$follower" 4 GET counter
+# Many single writes (one instance each) while the old master is down.
+for ((k = 0; k < more_writes; k += 50)); do
+  out=$(cli "$follower" -r 50 INCR many | sort -u | grep -cvE '^[0-9]+$' || true)
+  [ "$out" = 0 ] || fail "node $follower: INCR many failed: $(cli "$follower" -r 1 INCR many)"
+done
+expect "$new" "$((more_writes + 1))" INCR many
+trimmed=1
+for i in "${survivors[@]}"; do
+  made=$(field "$i" checkpoints_made)
+  start_at=$(field "$i" log_start)
+  echo "run_cluster: node $i: checkpoints_made=$made checkpoint_instance=$(field "$i" checkpoint_instance)" \
+    "log_start=$start_at (node $old stopped at instance $old_executed)"
+  if [ "${made:-0}" = 0 ] || [ "${start_at:-0}" -le "$old_executed" ]; then trimmed=0; fi
+done
+if [ "$trimmed" = 0 ]; then
+  [ "$require_checkpoints" = 1 ] &&
+    fail "the survivors did not both make a checkpoint and trim past instance $old_executed"
+  echo "run_cluster: note: the survivors did not trim past node $old (a chorus without" \
+    "checkpoints?): the catch-up-by-checkpoint checks are skipped (REQUIRE_CHECKPOINTS=1 fails)"
+fi
 
 # 4. Restart the old master: it learns the new master and catches up.
 start "$old"
@@ -193,6 +229,14 @@ done
 echo "run_cluster: restarted node $old names the master node $new and caught up"
 expect "$old" yes GET after-failover
 expect "$old" 4 GET counter
+expect "$old" "$((more_writes + 1))" GET many
+if [ "$trimmed" = 1 ]; then
+  loaded=$(field "$old" kv_checkpoints_loaded)
+  [ "${loaded:-0}" -ge 1 ] ||
+    fail "restarted node $old caught up past trimmed logs without loading a checkpoint"
+  echo "run_cluster: restarted node $old caught up by loading a checkpoint in its running process" \
+    "(kv_checkpoints_loaded=$loaded, checkpoints_loaded=$(field "$old" checkpoints_loaded))"
+fi
 retry "$old" OK SET from-restarted 1
 expect "$new" 1 GET from-restarted
 expect "$follower" 1 GET from-restarted
