@@ -4,6 +4,7 @@
 #
 #   bench/kv_bench.sh                 # KV_SERVER=build/sample/kv/kv_server by default
 #   N=200000 N_P1=50000 CLIENTS=50 KEYSPACE=100000 TARGET=master bench/kv_bench.sh
+#   SERVER_FLAGS="--checkpoint_interval=1000 --log_keep=1000" bench/kv_bench.sh   # more kv_server flags
 #
 # It starts 3 kv_server replicas on 127.0.0.1 (fresh data dirs in a temp dir,
 # fsync on), waits for a master, and runs against node TARGET (master or
@@ -30,6 +31,7 @@ clients=${CLIENTS:-50}
 keyspace=${KEYSPACE:-100000}
 acks=${ACKS:-20000}
 target=${TARGET:-master}
+server_flags=${SERVER_FLAGS:-}
 deadline_s=${DEADLINE_S:-60}
 [ -x "$server" ] || { echo "kv_bench: no kv_server at '$server' (build it, or set KV_SERVER)" >&2; exit 2; }
 for t in redis-cli redis-benchmark; do
@@ -57,8 +59,9 @@ field() { cli "$1" INFO | sed -n "s/^$2://p"; }
 end=$(( $(date +%s) + deadline_s ))
 
 for i in 1 2 3; do
+  # shellcheck disable=SC2086  # SERVER_FLAGS is a list of flags
   "$server" --node="$(addr "$i")" --nodes="$nodes" --data_dir="$tmp/data$i" \
-    --port="${rports[$((i - 1))]}" --create_if_missing >>"$tmp/out$i" 2>>"$tmp/err$i" &
+    --port="${rports[$((i - 1))]}" --create_if_missing $server_flags >>"$tmp/out$i" 2>>"$tmp/err$i" &
   pids[$((i - 1))]=$!
 done
 master=""
@@ -149,5 +152,9 @@ for i in 2 3; do
 done
 echo "kv_bench: writes acknowledged $acked (redis-benchmark SETs $sets_sent + acked writer $acks)," \
   "applied on every replica $applied; DEBUG DIGEST equal on all three ($d1); no error replies"
+for i in 1 2 3; do
+  echo "kv_bench: node $i: executed_instance=$(field "$i" executed_instance)" \
+    "checkpoints_made=$(field "$i" checkpoints_made) log_start=$(field "$i" log_start)"
+done
 for line in "${summary[@]}"; do echo "kv_bench: $line"; done
 status=0
