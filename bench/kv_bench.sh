@@ -39,47 +39,13 @@ for t in redis-cli redis-benchmark; do
     { echo "kv_bench: no $t (scripts/install_deps.sh installs redis-tools)" >&2; exit 2; }
 done
 
-. "$root/sample/cluster_lib.sh"
-cluster_init kv-bench
-rports=()
-while [ ${#rports[@]} -lt 3 ]; do
-  p=$((20000 + RANDOM % 30000))
-  port_in_use "$p" && continue
-  [[ " ${ports[*]} ${rports[*]} " == *" $p "* ]] && continue
-  rports+=("$p")
-done
-addr() { echo "127.0.0.1:${ports[$(($1 - 1))]}"; }
-nodes="$(addr 1),$(addr 2),$(addr 3)"
-cli() {
-  local i=$1
-  shift
-  timeout 60 redis-cli -h 127.0.0.1 -p "${rports[$((i - 1))]}" "$@" 2>&1 | tr -d '\r'
-}
-field() { cli "$1" INFO | sed -n "s/^$2://p"; }
-end=$(( $(date +%s) + deadline_s ))
-
+. "$root/sample/kv/kv_lib.sh"
+kv_init kv-bench
 for i in 1 2 3; do
   # shellcheck disable=SC2086  # SERVER_FLAGS is a list of flags
-  "$server" --node="$(addr "$i")" --nodes="$nodes" --data_dir="$tmp/data$i" \
-    --port="${rports[$((i - 1))]}" --create_if_missing $server_flags >>"$tmp/out$i" 2>>"$tmp/err$i" &
-  pids[$((i - 1))]=$!
+  kv_start "$i" --create_if_missing $server_flags
 done
-master=""
-until [ -n "$master" ]; do
-  for i in 1 2 3; do
-    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || fail "node $i exited"
-    [ "$(field "$i" role)" = master ] && [ "$(field "$i" master)" = "$(addr "$i")" ] && master=$i
-  done
-  [ "$(date +%s)" -lt "$end" ] || fail "no master within ${deadline_s}s"
-  [ -n "$master" ] || sleep 0.1
-done
-# Wait until every node names it (a follower forwards to the master it knows).
-for i in 1 2 3; do
-  until [ "$(field "$i" master)" = "$(addr "$master")" ]; do
-    [ "$(date +%s)" -lt "$end" ] || fail "node $i does not name the master"
-    sleep 0.1
-  done
-done
+master=$(wait_master 1 2 3)
 bench_node=$master
 if [ "$target" = follower ]; then bench_node=$(( master % 3 + 1 )); fi
 other=$(( bench_node % 3 + 1 ))

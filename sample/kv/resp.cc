@@ -128,9 +128,20 @@ bool RespParser::TakeLine(std::string* line) {
   return true;
 }
 
+RespParser::Result RespParser::Line(std::string* line) {
+  if (TakeLine(line)) return Result::kRequest;
+  return error_.empty() ? NeedMore() : Result::kError;
+}
+
+RespParser::Result RespParser::NeedMore() {
+  Compact();
+  return Result::kNeedMore;
+}
+
 RespParser::Result RespParser::ParseInline(RespRequest* request) {
   std::string line;
-  if (!TakeLine(&line)) return error_.empty() ? Result::kNeedMore : Result::kError;
+  const Result r = Line(&line);
+  if (r != Result::kRequest) return r;
   if (!SplitInline(line, request)) return Fail("unbalanced quotes in request");
   return Result::kRequest;
 }
@@ -149,22 +160,15 @@ RespParser::Result RespParser::Next(RespRequest* request) {
     if (!error_.empty()) return Result::kError;
     switch (state_) {
       case State::kStart: {
-        if (pos_ == buf_.size()) {
-          Compact();
-          return Result::kNeedMore;
-        }
+        if (pos_ == buf_.size()) return NeedMore();
         if (buf_[pos_] != '*') {
           Result r = ParseInline(request);
           if (r == Result::kRequest && request->empty()) continue;  // empty line
-          if (r == Result::kNeedMore) Compact();
           return r;
         }
         std::string line;
-        if (!TakeLine(&line)) {
-          if (!error_.empty()) return Result::kError;
-          Compact();
-          return Result::kNeedMore;
-        }
+        const Result r = Line(&line);
+        if (r != Result::kRequest) return r;
         int64_t n = 0;
         if (!ParseInt(line, 1, &n) || n > static_cast<int64_t>(limits_.max_args)) {
           return Fail("invalid multibulk length");
@@ -185,21 +189,15 @@ RespParser::Result RespParser::Next(RespRequest* request) {
           state_ = State::kStart;
           return Result::kRequest;
         }
-        if (pos_ == buf_.size()) {
-          Compact();
-          return Result::kNeedMore;
-        }
+        if (pos_ == buf_.size()) return NeedMore();
         if (buf_[pos_] != '$') {
           const char c = buf_[pos_];
           return Fail(std::string("expected '$', got '") +
                       (c >= 0x20 && c < 0x7f ? std::string(1, c) : std::string("?")) + "'");
         }
         std::string line;
-        if (!TakeLine(&line)) {
-          if (!error_.empty()) return Result::kError;
-          Compact();
-          return Result::kNeedMore;
-        }
+        const Result r = Line(&line);
+        if (r != Result::kRequest) return r;
         int64_t len = 0;
         if (!ParseInt(line, 1, &len) || len < 0 ||
             static_cast<uint64_t>(len) > limits_.max_bulk_bytes) {
@@ -213,10 +211,7 @@ RespParser::Result RespParser::Next(RespRequest* request) {
         break;
       }
       case State::kBulkBody: {
-        if (buf_.size() - pos_ < bulk_len_ + 2) {
-          Compact();
-          return Result::kNeedMore;
-        }
+        if (buf_.size() - pos_ < bulk_len_ + 2) return NeedMore();
         if (buf_[pos_ + bulk_len_] != '\r' || buf_[pos_ + bulk_len_ + 1] != '\n') {
           return Fail("bulk string not followed by CRLF");
         }

@@ -72,6 +72,9 @@ class RespParser {
   // part of it): sets *line and moves pos_ past it. false: not complete yet,
   // or longer than max_inline_bytes (then error_ is set).
   bool TakeLine(std::string* line);
+  // TakeLine as a Result: kRequest with *line, kNeedMore or kError.
+  Result Line(std::string* line);
+  Result NeedMore();  // compacts the buffer, returns kNeedMore
   Result Fail(const std::string& why);
   Result ParseInline(RespRequest* request);
   void Compact();

@@ -43,39 +43,10 @@ require_checkpoints=${REQUIRE_CHECKPOINTS:-0}
 command -v redis-cli >/dev/null ||
   { echo "run_cluster: no redis-cli (scripts/install_deps.sh installs redis-tools)" >&2; exit 2; }
 
-. "$root/sample/cluster_lib.sh"
-cluster_init kv
-# Three more free ports, for the RESP listeners.
-rports=()
-while [ ${#rports[@]} -lt 3 ]; do
-  p=$((20000 + RANDOM % 30000))
-  port_in_use "$p" && continue
-  [[ " ${ports[*]} ${rports[*]} " == *" $p "* ]] && continue
-  rports+=("$p")
-done
-addr() { echo "127.0.0.1:${ports[$(($1 - 1))]}"; }
-nodes="$(addr 1),$(addr 2),$(addr 3)"
+. "$root/sample/kv/kv_lib.sh"
+kv_init kv
 echo "run_cluster: nodes $nodes, RESP ports ${rports[*]}, data under $tmp"
-
-start() {
-  local i=$1
-  shift
-  "$server" --node="$(addr "$i")" --nodes="$nodes" --data_dir="$tmp/data$i" \
-    --port="${rports[$((i - 1))]}" --checkpoint_interval="$ckpt_interval" --log_keep="$log_keep" \
-    "$@" >>"$tmp/out$i" 2>>"$tmp/err$i" &
-  pids[$((i - 1))]=$!
-}
-alive() { [ -n "${pids[$(($1 - 1))]}" ] && kill -0 "${pids[$(($1 - 1))]}" 2>/dev/null; }
-end=$(( $(date +%s) + deadline_s ))
-in_time() { [ "$(date +%s)" -lt "$end" ]; }
-# cli NODE ARGS...: redis-cli against node NODE (never hangs: 10 s at most).
-cli() {
-  local i=$1
-  shift
-  timeout 10 redis-cli -h 127.0.0.1 -p "${rports[$((i - 1))]}" "$@" 2>&1 | tr -d '\r'
-}
-# field NODE NAME: the INFO field NAME of node NODE ("" when unreachable).
-field() { cli "$1" INFO | sed -n "s/^$2://p"; }
+start() { kv_start "$1" --checkpoint_interval="$ckpt_interval" --log_keep="$log_keep" "${@:2}"; }
 
 # expect NODE WANT ARGS...: runs the command on node NODE; its output must be WANT.
 expect() {
@@ -103,30 +74,6 @@ retry() {
     grep -qE '^(TRYAGAIN|TIMEOUT|Could not connect|$)' <<<"$got" ||
       fail "node $i: '$*' answered '$got', expected '$want'"
     sleep 0.2
-  done
-}
-
-# wait_master NODES...: waits until every node of NODES names the same master
-# and that node says it is it; prints the master's node number.
-wait_master() {
-  local i m first master
-  while true; do
-    first=""
-    master=""
-    for i in "$@"; do
-      alive "$i" || fail "node $i exited"
-      m=$(field "$i" master)
-      [ -n "$m" ] && [ "$m" != none ] || { first=""; break; }
-      [ -z "$first" ] && first=$m
-      [ "$m" = "$first" ] || { first=""; break; }
-      [ "$(addr "$i")" = "$m" ] && [ "$(field "$i" role)" = master ] && master=$i
-    done
-    if [ -n "$first" ] && [ -n "$master" ]; then
-      echo "$master"
-      return 0
-    fi
-    in_time || fail "nodes $* did not agree on a master within ${deadline_s}s"
-    sleep 0.1
   done
 }
 
