@@ -123,10 +123,10 @@ class ReplicaBackend : public chorus::kv::KvBackend {
     node_->GetGroupStatus(0, &g);
     const chorus::kv::KvPosition p = store_->position();
     std::string s = "# Server\r\nredis_version:7.0.0\r\nchorus_kv:1\r\n";
+    // No master_host / master_port: a Redis client would take them for the
+    // master's RESP address, and this node knows only its chorus address
+    // (`master` below); writes on any node reach the master anyway.
     s += "# Replication\r\nrole:" + std::string(is_master ? "master" : "slave") + "\r\n";
-    if (known && !is_master) {
-      s += "master_host:" + m.node.ip + "\r\nmaster_port:" + std::to_string(m.node.port) + "\r\n";
-    }
     auto field = [&s](const char* name, uint64_t v) {
       s += name;
       s += ":" + std::to_string(v) + "\r\n";
