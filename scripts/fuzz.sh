@@ -19,13 +19,18 @@ scripts/install_deps.sh --fuzz
 BUILD_DIR=build-fuzz
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-20}
 ALL_TARGETS=(frame_fuzz paxos_message_fuzz paxos_recovery_fuzz value_codec_fuzz log_record_fuzz
-             wal_tail_fuzz)
+             wal_tail_fuzz resp_fuzz)
 
 echo "== fuzz: build (clang-14, -fsanitize=fuzzer,address,undefined) =="
 CC=clang-14 CXX=clang++-14 TARGETS="fuzz_targets make_fuzz_corpus" \
   scripts/build.sh "$BUILD_DIR" -DCHORUS_FUZZ=ON -DCHORUS_BUILD_TESTS=OFF \
-  -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=OFF
+  -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=ON
 BIN="$BUILD_DIR/unittest/fuzz"
+# Where a target's binary and seed corpus live: unittest/fuzz, except the kv
+# sample's RESP parser (sample/kv/fuzz). Only fuzz_targets is built, so the
+# samples' other programs are not compiled here.
+bin_of() { [ "$1" = resp_fuzz ] && echo "$BUILD_DIR/sample/kv/resp_fuzz" || echo "$BIN/$1"; }
+corpus_of() { [ "$1" = resp_fuzz ] && echo sample/kv/fuzz/corpus || echo "unittest/fuzz/corpus/$1"; }
 
 if [ "${1:-}" = "--corpus" ]; then
   rm -rf unittest/fuzz/corpus
@@ -43,14 +48,14 @@ for t in "${targets[@]}"; do
   rm -rf "$work"
   mkdir -p "$work/corpus" "$BUILD_DIR/crashes/$t"
   # A copy: what the run adds never lands in the repository.
-  cp unittest/fuzz/corpus/"$t"/* "$work/corpus/"
+  cp "$(corpus_of "$t")"/* "$work/corpus/"
   echo "== fuzz: $t for ${SECONDS_PER_TARGET}s =="
   extra=()
   [ -n "${FUZZ_RUNS:-}" ] && extra+=(-runs="$FUZZ_RUNS")
   # Each op of a sequence is a protocol step: shorter inputs, more of them.
   [ "$t" = paxos_message_fuzz ] && extra+=(-max_len=1024)
   rc=0
-  "$BIN/$t" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -timeout=10 \
+  "$(bin_of "$t")" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$BUILD_DIR/crashes/$t/" "${extra[@]}" "$work/corpus" \
     >"$work/log" 2>&1 || rc=$?
   units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
