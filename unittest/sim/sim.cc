@@ -25,6 +25,15 @@ SimResult Sim::Run() {
     }
     Step();
   }
+  // Converged: one chosen_end, so one chained checksum (a checkpoint
+  // installed with a wrong one shows here even if no catch-up batch met it).
+  for (int i = 1; o_.checkpoints && i < o_.nodes && !r_.violation; ++i) {
+    if (nodes_[i]->core->chain_checksum() != nodes_[0]->core->chain_checksum()) {
+      Violation("node " + std::to_string(nodes_[i]->id) + "'s chained checksum differs from node " +
+                std::to_string(nodes_[0]->id) + "'s at chosen_end " +
+                std::to_string(nodes_[0]->core->chosen_end()));
+    }
+  }
   r_.chosen = checker_.chosen();
   for (const auto& n : nodes_) Tally(*n);
   return r_;
@@ -125,6 +134,7 @@ CoreOptions Sim::OptionsFor(int i) {
     c.election_jitter_ms = kElectionJitterMs;
     c.forward_to_master = true;
   }
+  if (o_.checkpoints) c.log_keep_instances = nodes_[i]->keep;
   return c;
 }
 
@@ -132,14 +142,17 @@ void Sim::StartNode(int i) {
   Node& n = *nodes_[i];
   n.incarnation++;
   if (o_.mixed_options) n.config = DrawConfig();
+  if (o_.checkpoints) DrawCheckpointConfig(i);
   Status s = Core::Open(OptionsFor(i), &n.log, &n.core);
   if (!s.ok()) {
     Violation("node " + std::to_string(n.id) + " failed to recover: " + s.ToString());
     return;
   }
+  if (o_.checkpoints && !InstallStoredCheckpoint(i)) return;
   // The recovered chosen prefix must be what this node learned before (it
   // may be shorter: see checker.h).
   if (!checker_.Recovered(i, n.core.get())) return;
+  if (o_.checkpoints && !RestoreStateMachine(i)) return;
   const uint64_t end = n.core->chosen_end();
   n.round_promised = n.core->promised();
   Log("start node " + std::to_string(n.id) + " incarnation " + std::to_string(n.incarnation) +
@@ -157,9 +170,11 @@ void Sim::Tally(const Node& n) {
   r_.behind += n.core->stats().accepts_behind;
   r_.truncated += n.core->stats().truncated_promises;
   r_.forwards += n.core->stats().forwards_sent;
+  r_.trims += n.core->stats().trims;
+  r_.checkpoint_replies += n.core->stats().checkpoint_replies;
 }
 
-void Sim::Crash(int i, bool quick) {
+void Sim::Crash(int i, bool quick, uint64_t down_ms) {
   Node& n = *nodes_[i];
   Tally(n);
   n.core.reset();
@@ -176,7 +191,8 @@ void Sim::Crash(int i, bool quick) {
   Log("crash node " + std::to_string(n.id));
   // Half the restarts are quick (in-flight messages still arrive), half slow.
   const uint64_t down =
-      quick || rng_.OneIn(800000) ? 1 + rng_.Uniform(5) : 20 + rng_.Uniform(500);
+      down_ms > 0 ? down_ms
+                  : quick || rng_.OneIn(800000) ? 1 + rng_.Uniform(5) : 20 + rng_.Uniform(500);
   Push(Event{now_ + down, 0, EventType::kRestart, i, 0, {}, {}});
 }
 
@@ -212,6 +228,7 @@ void Sim::Chaos() {
     Log("partition");
     Push(Event{now_ + 50 + rng_.Uniform(1000), 0, EventType::kHeal, 0, 0, {}, {}});
   }
+  if (o_.checkpoints && rng_.OneIn(kLongDownPpm)) LongDown();
   if (o_.master_election) {
     if (rng_.OneIn(kReadPpm)) ReadAt(static_cast<int>(rng_.Uniform(o_.nodes)));
     if (rng_.OneIn(kTransferPpm)) TransferAt();

@@ -9,7 +9,8 @@ void Sim::Step() {
   queue_.pop();
   now_ = e.time;
   if ((e.type == EventType::kDeliver || e.type == EventType::kTimer ||
-       e.type == EventType::kFlush || e.type == EventType::kDeadline) &&
+       e.type == EventType::kFlush || e.type == EventType::kDeadline ||
+       e.type == EventType::kDurable || e.type == EventType::kTransfer) &&
       Paused(e.node)) {
     // A stopped process: what arrives for it (messages, its timers, its
     // clients' deadlines) waits until it resumes (in arrival order:
@@ -29,7 +30,11 @@ void Sim::Step() {
       for (auto& n : nodes_) n->partition = 0;
       Log("heal");
       break;
-    case EventType::kUncut:
+    case EventType::kDurable:
+  case EventType::kTransfer:
+    CheckpointEvent(e);
+    break;
+  case EventType::kUncut:
       cut_.erase({e.node, static_cast<int>(e.from)});
       break;
     case EventType::kDeadline: {

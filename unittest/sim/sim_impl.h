@@ -112,10 +112,49 @@ constexpr uint64_t kPauseAfterAckPpm = 20000;
 // way); its outcome is unknown.
 constexpr uint64_t kProposeDeadlineMs = 5000;
 
+// --checkpoints (sim_checkpoint.cc). Every node's state machine checkpoints
+// every K executed instances, K drawn per node start in [kMinInterval,
+// kMinInterval + kIntervalSpan]; log_keep_instances is drawn in [0, 2K].
+constexpr uint64_t kMinInterval = 3;
+constexpr uint64_t kIntervalSpan = 17;
+// A snapshot becomes durable 1 .. kDurableDelayMs after it was taken (a
+// crash before that loses it).
+constexpr uint64_t kDurableDelayMs = 50;
+// A checkpoint transfer arrives (or is given up as lost) kTransferMinMs ..
+// kTransferMinMs + kTransferSpanMs after it began; in the fault phase it is
+// lost or corrupt (rejected) with these probabilities.
+constexpr uint64_t kTransferMinMs = 20;
+constexpr uint64_t kTransferSpanMs = 180;
+constexpr uint64_t kTransferLostPpm = 100000;
+constexpr uint64_t kTransferCorruptPpm = 100000;
+// A received checkpoint is committed to the node's store before the core
+// installs it; the node crashes between the two with this probability (its
+// restart must install it from the store).
+constexpr uint64_t kCrashAfterStorePpm = 100000;
+// Per chaos tick: a node goes down for kLongDownMs .. 2 * kLongDownMs (one
+// at a time), long enough that every peer trims past it (it comes back by
+// checkpoint, often only in the quiet phase).
+constexpr uint64_t kLongDownPpm = 10000;
+constexpr uint64_t kLongDownMs = 3000;
+
 enum class EventType : uint8_t {
   kDeliver, kTimer, kChaos, kRestart, kHeal, kFlush,
   kDeadline,  // a proposal's deadline (token in `from`)
   kUncut,     // the cut link between `node` and `from` (an index) works again
+  kDurable,   // --checkpoints: node's snapshot `checkpoint` is durable now
+  kTransfer,  // --checkpoints: the transfer of `checkpoint` to node ends
+};
+
+// --checkpoints: the state machine's state (a hash chain over the executed
+// values: hash(i) = Mix(hash(i - 1), value(i))) and a checkpoint of it.
+struct SmState {
+  uint64_t count = 0;  // instances executed: [0, count)
+  uint64_t hash = 0;
+};
+struct Checkpoint {
+  uint64_t instance = 0;  // reflects [0, instance); 0: none
+  uint64_t hash = 0;      // the state machine's hash at `instance`
+  uint32_t chain = 0;     // Core::chain_checksum() at `instance`
 };
 
 struct Event {
@@ -129,6 +168,10 @@ struct Event {
   // kDeliver: the sender (as a transport verifies it); kDeadline: the
   // proposal's token; kUncut: the other end's index.
   uint64_t from = 0;
+  // kDurable, kTransfer: the checkpoint; kTransfer: its fate.
+  Checkpoint checkpoint = {};
+  bool lost = false;
+  bool corrupt = false;
   bool operator>(const Event& o) const {
     return time != o.time ? time > o.time : seq > o.seq;
   }
@@ -177,6 +220,17 @@ struct Node {
   uint64_t paused_until = 0;     // virtual time its pause ends (0: not paused)
   std::set<uint64_t> reads;      // tokens of its unreported ReadBarriers (this incarnation)
   paxos::Ballot counted_epoch;   // the last epoch it was counted as elected with
+  // --checkpoints (sim_checkpoint.cc).
+  SmState sm;                  // the state machine (memory: a crash loses it)
+  Checkpoint store;            // its newest durable checkpoint (survives crashes)
+  uint64_t interval = 0;       // K of this start
+  uint64_t keep = 0;           // log_keep_instances of this start
+  uint64_t last_snapshot = 0;  // sm.count at the last snapshot
+  bool snapshot_pending = false;  // a snapshot waits to become durable
+  bool transfer_running = false;  // a checkpoint transfer to it runs
+  // The highest log start its checkpoints and installs so far allow (the
+  // sim's own computation of the trim rule, across restarts).
+  uint64_t trim_allowed = 0;
 };
 
 inline uint64_t Mix(uint64_t h, uint64_t v) {
@@ -277,8 +331,32 @@ class Sim {
 
   void Tally(const Node& n);
 
-  // `quick`: restart within a few ms (in-flight messages still arrive).
-  void Crash(int i, bool quick = false);
+  // `quick`: restart within a few ms (in-flight messages still arrive);
+  // `down_ms` > 0: restart after that long (a long-down fault).
+  void Crash(int i, bool quick = false, uint64_t down_ms = 0);
+
+  // ---- --checkpoints (sim_checkpoint.cc) ----
+  // Node i starts: draws its K and margin (before Core::Open).
+  void DrawCheckpointConfig(int i);
+  // Node i's core was opened: installs its stored checkpoint if the log is
+  // behind it. Returns false after a violation.
+  bool InstallStoredCheckpoint(int i);
+  // Node i's state machine loads its stored checkpoint and replays the log
+  // after it. Returns false after a violation ("skips").
+  bool RestoreStateMachine(int i);
+  // Node i executes chosen value `v` on its state machine.
+  void SmApply(int i, const ChosenValue& v);
+  // The state hash at `count` executed instances must agree across nodes.
+  void CheckHash(int i, uint64_t count, uint64_t hash);
+  // After node i executed a round: snapshots, checkpoint transfers to start.
+  void AfterRound(int i, const Outputs& round);
+  void CheckpointEvent(const Event& e);
+  void Durable(const Event& e);
+  void TransferEnds(const Event& e);
+  // Node i sends LEARN_VALUES `m` (parsed): the "use a checkpoint" promise.
+  void CheckUseCheckpoint(int i, const paxos::PaxosMsg& m);
+  // A long-down fault: a node goes down until every peer trimmed past it.
+  void LongDown();
 
   void Learned(int i, const ChosenValue& v);
 
@@ -341,6 +419,10 @@ class Sim {
   uint64_t next_read_ = 1;
   std::vector<int> last_holders_;  // --verbose: the lease holders at the last step
   std::set<std::pair<int, int>> cut_;  // cut links (lower index first)
+  // --checkpoints: the state hash after [0, count) executed, as the first
+  // node to get there had it (every other node must agree).
+  std::map<uint64_t, uint64_t> hash_at_;
+  int long_down_ = -1;  // the node down for a long-down fault, if any
 };
 
 }  // namespace internal
