@@ -373,7 +373,10 @@ class Core {
   //   - proposals of this node in flight at an instance below `instance`
   //     end with Stopped("outcome unknown: ...") (their value may have been
   //     chosen there: never re-proposed; the runtime reports them as
-  //     indeterminate); queued ones go on at the new chosen_end;
+  //     indeterminate); queued ones go on at the new chosen_end (master
+  //     election: a proposal forwarded to the master is not tied to an
+  //     instance here, and ends as before: applied, cancelled, or the
+  //     runtime's deadline);
   //   - pending chosen values from `instance` on are applied (out->chosen).
   // Returns OK; InvalidArgument for an instance >= kMaxInstanceId; Stopped
   // when halted (nothing changes).

@@ -279,6 +279,19 @@ TEST(TrimTest, TheAskerReportsCheckpointNeededAndAsksOnTicksOnly) {
   EXPECT_TRUE(h.node(2).errors.empty());
 }
 
+TEST(TrimTest, ALogStartAtTheCeilingIsMalformed) {
+  Harness h(3);
+  PaxosMsg m;
+  m.set_type(LEARN_VALUES);
+  m.set_cluster_id(9);
+  m.set_from(2);
+  m.set_log_start(kMaxInstanceId);
+  Outputs out;
+  EXPECT_TRUE(h.core(0)->OnMessage(m.SerializeAsString(), &out).IsCorruption());
+  EXPECT_TRUE(out.checkpoint_needed.empty());
+  EXPECT_EQ(h.core(0)->stats().garbage_messages, 1u);
+}
+
 TEST(TrimTest, ARoundMergesCheckpointNeeds) {
   Round round;
   Outputs step;
