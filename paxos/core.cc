@@ -4,10 +4,10 @@
 
 #include "paxos/acceptor.h"
 #include "utils/check.h"
-#include "utils/coding.h"
 #include "paxos/learner.h"
 #include "paxos/master.h"
 #include "paxos/proposer.h"
+#include "paxos/trim.h"
 #include "paxos/value.h"
 
 namespace chorus {
@@ -37,6 +37,12 @@ void CoreContext::PersistRecord(uint64_t instance, std::string record, bool vote
 
 void CoreContext::PersistVariable(const std::string& name, std::string value) {
   variables_[name] = std::move(value);
+  sync_ = true;
+}
+
+void CoreContext::PersistTrim(uint64_t below) {
+  records_.erase(records_.begin(), records_.lower_bound(below));
+  delete_below_ = std::max(delete_below_, below);
   sync_ = true;
 }
 
@@ -79,8 +85,10 @@ void CoreContext::EndStep() {
   local_.clear();
   for (auto& kv : records_) out_->persist.records.emplace_back(kv.first, std::move(kv.second));
   for (auto& kv : variables_) out_->persist.variables.emplace_back(kv.first, std::move(kv.second));
+  out_->persist.delete_below = delete_below_;
   records_.clear();
   variables_.clear();
+  delete_below_ = 0;
   out_->sync = sync_ && !Mutated(TestMutation::kUnsyncedWrites);
   sync_ = false;
   out_ = nullptr;
@@ -103,7 +111,7 @@ bool ValidEnvelope(const std::string& v, const CoreOptions& o, bool check_size) 
 // that are envelopes. Returns false (and why) for a malformed message.
 bool WellFormed(const PaxosMsg& m, const CoreOptions& o, std::string* why) {
   if (m.instance() >= kMaxInstanceId || m.chosen_end() > kMaxInstanceId ||
-      m.reported_end() > kMaxInstanceId) {
+      m.reported_end() > kMaxInstanceId || m.log_start() >= kMaxInstanceId) {
     *why = "an instance id at or above the ceiling";
     return false;
   }
@@ -157,8 +165,9 @@ Core::Core(const CoreOptions& options, LogStorage* log)
       learner_(new Learner(&ctx_)),
       acceptor_(new Acceptor(&ctx_, learner_.get())),
       proposer_(new Proposer(&ctx_, learner_.get(), acceptor_.get())),
-      master_(new Master(&ctx_, learner_.get(), acceptor_.get(), proposer_.get())) {
-  learner_->SetRoles(acceptor_.get(), proposer_.get(), master_.get());
+      master_(new Master(&ctx_, learner_.get(), acceptor_.get(), proposer_.get())),
+      trimmer_(new LogTrimmer(&ctx_, learner_.get())) {
+  learner_->SetRoles(acceptor_.get(), proposer_.get(), master_.get(), trimmer_.get());
   proposer_->SetMaster(master_.get());
   ctx_.set_chosen_end_source(learner_.get());
 }
@@ -173,121 +182,6 @@ Status Core::Open(const CoreOptions& options, LogStorage* log, std::unique_ptr<C
   s = c->Recover();
   if (!s.ok()) return s;
   *core = std::move(c);
-  return Status::OK();
-}
-
-Status Core::Recover() {
-  LogStorage* log = ctx_.log();
-  std::string bytes;
-  Status s = log->GetVariable(kPromiseVariable, &bytes);
-  if (s.ok()) {
-    BallotPb pb;
-    if (!pb.ParseFromString(bytes)) {
-      return Status::Corruption("paxos log: the promise variable does not parse");
-    }
-    if (pb.number() > kMaxBallotNumber) {
-      return Status::Corruption("paxos log: the promise " + Ballot::FromPb(pb).ToString() +
-                                " is above the ballot ceiling");
-    }
-    acceptor_->RestorePromise(Ballot::FromPb(pb));
-  } else if (!s.IsNotFound()) {
-    return Status::Corruption("paxos log: reading the promise: " + s.ToString());
-  }
-  uint64_t min = 0, max = 0;
-  s = log->GetMinInstanceId(&min);
-  const bool log_empty = s.IsNotFound();
-  if (!log_empty && !s.ok()) return s;
-  s = RecoverWindow(log_empty);
-  if (!s.ok() || log_empty) {
-    proposer_->NoteBallot(acceptor_->promised());
-    return s;
-  }
-  s = log->GetMaxInstanceId(&max);
-  if (!s.ok()) return s;
-  if (min > max || min >= kMaxInstanceId) {
-    return Status::Corruption("paxos log: a record at instance " + std::to_string(min) +
-                              ", an id this core never uses");
-  }
-  // Records exist only below chosen_end + W (W: the largest window this log
-  // was written under): the acceptor never accepts and the learner never
-  // learns beyond it, and the chosen prefix is durable no later than any
-  // record above it. So the scan ends there (never at max, which a hostile
-  // or broken log may put at 2^64 - 1), and a record beyond it is Corruption
-  // rather than hours of probing empty ids.
-  const uint64_t window = recovery_window_;
-  uint64_t highest = 0;
-  for (uint64_t i = min;; ++i) {
-    const uint64_t limit = std::max(learner_->chosen_end(), min) + window;
-    if (i >= limit) {
-      return Status::Corruption(
-          "paxos log: a record at instance " + std::to_string(max) +
-          " lies at or beyond chosen_end " + std::to_string(learner_->chosen_end()) +
-          " + window " + std::to_string(window) +
-          " (the largest this log was written under), where the core never writes");
-    }
-    s = log->Get(i, &bytes);
-    if (s.IsNotFound()) {
-      if (i == max) break;
-      continue;
-    }
-    if (!s.ok()) {
-      return Status::Corruption("paxos log: record of instance " + std::to_string(i) + ": " +
-                                s.ToString());
-    }
-    InstanceRecord rec;
-    if (!rec.ParseFromString(bytes)) {
-      return Status::Corruption("paxos log: record of instance " + std::to_string(i) +
-                                " does not parse");
-    }
-    const Ballot b = Ballot::FromPb(rec.accepted_ballot());
-    if (!rec.chosen() && b.number > kMaxBallotNumber) {
-      // (A chosen record's ballot is history; an accepted one still votes.)
-      return Status::Corruption("paxos log: record of instance " + std::to_string(i) +
-                                " holds ballot " + b.ToString() + " above the ceiling");
-    }
-    proposer_->NoteBallot(b);
-    if (rec.chosen()) {
-      s = learner_->RestoreChosen(i, rec.value(), rec.checksum());
-      if (!s.ok()) return s;
-    } else if (!b.IsNull()) {
-      if (i < learner_->chosen_end()) {
-        return Status::Corruption("paxos log: instance " + std::to_string(i) +
-                                  " is below the chosen prefix but not chosen");
-      }
-      if (!ctx_.Mutated(TestMutation::kAcceptedNotRecovered)) {
-        acceptor_->RestoreAccepted(i, b, rec.value());
-      }
-    }
-    highest = i;
-    if (i == max) break;
-  }
-  proposer_->NoteBallot(acceptor_->promised());
-  // Lower the recorded window to ours once no record lies beyond ours.
-  const uint64_t own = ctx_.options().window;
-  if (recovery_window_ > own && highest < learner_->chosen_end() + own) {
-    window_to_persist_ = std::to_string(own);
-  }
-  return Status::OK();
-}
-
-Status Core::RecoverWindow(bool log_empty) {
-  const uint64_t own = ctx_.options().window;
-  std::string bytes;
-  Status s = ctx_.log()->GetVariable(kWindowVariable, &bytes);
-  uint64_t recorded = 0;
-  if (s.ok()) {
-    if (!ParsePositiveDecimal(bytes, kMaxWindow, &recorded)) {
-      return Status::Corruption("paxos log: the window variable does not parse");
-    }
-  } else if (!s.IsNotFound()) {
-    return Status::Corruption("paxos log: reading the window: " + s.ToString());
-  } else if (!log_empty) {
-    recorded = kMaxWindow;  // a log that predates the variable: any window
-  }
-  recovery_window_ = std::max(own, recorded);
-  // Raised: record it. Lowered: record it once no vote lies beyond it (an
-  // empty log has none; Recover checks the others).
-  if (own > recorded || (log_empty && own < recorded)) window_to_persist_ = std::to_string(own);
   return Status::OK();
 }
 
@@ -516,6 +410,37 @@ MasterView Core::master() const { return master_->View(); }
 bool Core::HoldsLease() const { return !learner_->halted() && master_->HoldsLease(); }
 
 uint64_t Core::chosen_end() const { return learner_->chosen_end(); }
+uint64_t Core::log_start() const { return trimmer_->log_start(); }
+uint32_t Core::chain_checksum() const { return learner_->last_checksum(); }
+
+void Core::OnCheckpoint(uint64_t instance, uint64_t trim_limit, Outputs* out) {
+  Begin(out);
+  if (!learner_->halted()) trimmer_->OnCheckpoint(instance, trim_limit);
+  Finish();
+}
+
+Status Core::InstallCheckpoint(uint64_t instance, uint32_t checksum, Outputs* out) {
+  Begin(out);
+  Status s;
+  if (learner_->halted()) {
+    s = Status::Stopped("paxos group halted");
+  } else if (instance >= kMaxInstanceId) {
+    s = Status::InvalidArgument("InstallCheckpoint: instance " + std::to_string(instance) +
+                                " at or above the ceiling");
+  } else if (instance > learner_->chosen_end()) {
+    // Order: the roles drop what the checkpoint covers before the learner
+    // applies the pending values above it (which drives the proposer on).
+    acceptor_->ForgetBelow(instance);
+    proposer_->Skip(instance);
+    master_->Skip(instance);
+    trimmer_->Installed(instance, checksum);
+    learner_->Install(instance, checksum);
+    ctx_.stats()->checkpoints_installed++;
+    proposer_->Kick();
+  }
+  Finish();
+  return s;
+}
 bool Core::halted() const { return learner_->halted(); }
 Ballot Core::promised() const { return acceptor_->promised(); }
 
