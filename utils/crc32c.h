@@ -17,6 +17,16 @@ uint32_t Extend(uint32_t init_crc, const char* data, size_t n);
 inline uint32_t Value(const char* data, size_t n) { return Extend(0, data, n); }
 inline uint32_t Value(const std::string& s) { return Extend(0, s.data(), s.size()); }
 
+namespace internal {
+// The two implementations Extend picks between, for tests and benches: the
+// portable table-driven one, and the x86 SSE4.2 crc32 instruction (the same
+// polynomial). Extend uses the hardware one when the CPU has it.
+uint32_t ExtendPortable(uint32_t init_crc, const char* data, size_t n);
+// REQUIRES: HardwareAvailable().
+uint32_t ExtendHardware(uint32_t init_crc, const char* data, size_t n);
+bool HardwareAvailable();
+}  // namespace internal
+
 }  // namespace crc32c
 }  // namespace chorus
 

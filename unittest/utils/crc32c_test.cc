@@ -26,6 +26,32 @@ TEST(Crc32cTest, ExtendEqualsWhole) {
   EXPECT_EQ(crc32c::Extend(crc32c::Value(a), b.data(), b.size()), crc32c::Value(a + b));
 }
 
+// Extend takes the SSE4.2 instruction where the CPU has it: both paths must
+// agree byte for byte, at every length and alignment, and when continued.
+TEST(Crc32cTest, HardwareAndPortableAgree) {
+  std::string data(4096 + 16, '\0');
+  uint32_t x = 12345;
+  for (char& c : data) {
+    x = x * 1103515245u + 12345u;
+    c = static_cast<char>(x >> 24);
+  }
+  for (size_t offset = 0; offset < 8; ++offset) {
+    for (size_t n = 0; n < 300; ++n) {
+      const uint32_t portable = crc32c::internal::ExtendPortable(7, data.data() + offset, n);
+      EXPECT_EQ(crc32c::Extend(7, data.data() + offset, n), portable) << offset << " " << n;
+      if (crc32c::internal::HardwareAvailable()) {
+        ASSERT_EQ(crc32c::internal::ExtendHardware(7, data.data() + offset, n), portable)
+            << offset << " " << n;
+      }
+    }
+  }
+  const uint32_t whole = crc32c::internal::ExtendPortable(0, data.data(), data.size());
+  EXPECT_EQ(crc32c::Value(data), whole);
+  EXPECT_EQ(crc32c::Extend(crc32c::Value(data.data(), 1001), data.data() + 1001,
+                           data.size() - 1001),
+            whole);
+}
+
 TEST(CodingTest, FixedRoundTrip) {
   std::string s;
   PutFixed32(&s, 0xdeadbeefu);
