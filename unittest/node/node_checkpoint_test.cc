@@ -69,6 +69,7 @@ class CkCluster {
 
   uint64_t interval = 40;
   uint64_t keep = 10;
+  uint64_t keep_bytes = 0;
   // leveldb memtable of each log: small, so that the size on disk follows
   // the live records in a short test.
   size_t write_buffer_bytes = 64 << 10;
@@ -88,6 +89,7 @@ class CkCluster {
     o.propose_timeout_ms = 20000;
     o.checkpoint_interval_instances = interval;
     o.log_keep_instances = keep;
+    o.log_keep_bytes = keep_bytes;
     o.log_level = LogLevel::kNone;
     // The default leveldb log, with a small memtable; the test keeps a
     // pointer to read its bounds (LogStorage reads are thread-safe).
@@ -173,9 +175,10 @@ class CkCluster {
       return true;
     });
   }
-  // Proposes from node 0 in small steps until `done` holds (at most `max` values).
-  bool ProposeUntil(const std::function<bool()>& done, int max = 2000) {
-    for (int n = 0; n < max && !done(); n += 5) ProposeMany(0, 5);
+  // Proposes from node 0 (to state machine `sm`) in small steps until
+  // `done` holds (at most `max` values).
+  bool ProposeUntil(const std::function<bool()>& done, int sm = 0, int max = 2000) {
+    for (int n = 0; n < max && !done(); n += 5) ProposeMany(0, 5, 16, sm);
     return WaitUntil(done);
   }
   // No checkpoint is being written on node i (so counters are settled).
@@ -192,6 +195,12 @@ class CkCluster {
   std::vector<LogStorage*> logs_;  // borrowed from the running nodes
   int value_seq_ = 0;
 };
+
+GroupStatus StatusOf(Node* node) {
+  GroupStatus st;
+  EXPECT_TRUE(node->GetGroupStatus(0, &st).ok());
+  return st;
+}
 
 TEST(NodeCheckpointTest, CheckpointsAreMadeAndTheLogStaysFlat) {
   CkCluster c;
@@ -232,12 +241,6 @@ TEST(NodeCheckpointTest, CheckpointsAreMadeAndTheLogStaysFlat) {
   EXPECT_LT(late, kRounds * c.interval * 1024) << "the log keeps everything";
 }
 
-GroupStatus StatusOf(Node* node) {
-  GroupStatus st;
-  EXPECT_TRUE(node->GetGroupStatus(0, &st).ok());
-  return st;
-}
-
 TEST(NodeCheckpointTest, RestartLoadsTheCheckpointAndReplaysOnlyTheLogAfterIt) {
   CkCluster c;
   c.StartAll();
@@ -275,13 +278,38 @@ TEST(NodeCheckpointTest, RestartLoadsTheCheckpointAndReplaysOnlyTheLogAfterIt) {
   EXPECT_EQ(c.machine(0)->violations(), 0u);
 }
 
+TEST(NodeCheckpointTest, TheByteMarginKeepsThatManyBytesOfValues) {
+  CkCluster c;
+  c.keep = 0;                // the instance margin alone would trim at the checkpoint
+  c.keep_bytes = 25 * 1024;  // ~25 of the 1 KiB values
+  c.StartAll();
+  for (int r = 0; r < 6; ++r) {
+    c.ProposeMany(0, static_cast<int>(c.interval), 1024);
+    ASSERT_TRUE(c.Converged({0, 1, 2}));
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.Settled(i));
+    for (int i = 0; i < 3; ++i) {
+      const GroupStatus st = StatusOf(c.node(i));
+      if (st.log_start == 0) continue;
+      // Each value is 1 KiB and a bit of envelope: 25 KiB take at most 25.
+      EXPECT_GE(st.checkpoint_instance - st.log_start, 24u) << "node " << i << " round " << r;
+      EXPECT_LE(st.checkpoint_instance - st.log_start, 26u + c.interval / 16)
+          << "node " << i << " round " << r;
+    }
+  }
+  // It did trim.
+  for (int i = 0; i < 3; ++i) EXPECT_GT(c.node(i)->GetMinChosenInstanceId(0), 0u) << i;
+}
+
 TEST(NodeCheckpointTest, SeveralStateMachinesReplayFromTheSmallestCheckpoint) {
   CkCluster c(/*machines_per_node=*/2);
   c.StartAll();
   for (int k = 0; k < 6; ++k) c.ProposeMany(k % 3, static_cast<int>(c.interval / 2), 16, 1 + k % 2);
-  ASSERT_TRUE(c.ProposeUntil([&] {
-    return c.Settled(0) && c.node(0)->GetNowInstanceId(0) > StatusOf(c.node(0)).checkpoint_instance;
-  }));
+  ASSERT_TRUE(c.ProposeUntil(
+      [&] {
+        return c.Settled(0) &&
+               c.node(0)->GetNowInstanceId(0) > StatusOf(c.node(0)).checkpoint_instance;
+      },
+      /*sm=*/2));
   ASSERT_TRUE(c.Converged({0, 1, 2}));
   ASSERT_TRUE(c.Settled(0));
   const uint64_t checkpoint = StatusOf(c.node(0)).checkpoint_instance;
@@ -299,15 +327,22 @@ TEST(NodeCheckpointTest, SeveralStateMachinesReplayFromTheSmallestCheckpoint) {
   // State machine 1 keeps its state durably (it reports [0, end) as its
   // own); state machine 2 is in memory and starts empty.
   c.machine(0, 0)->set_reported_checkpoint(end);
-  c.machine(0, 0)->Reset();
+  const uint64_t sm1_executes = c.machine(0, 0)->executes();
   c.machine(0, 1)->Reset();
   ASSERT_TRUE(c.Start(0).ok());
+  // The replay starts at the smaller of the two (the checkpoint loaded into
+  // state machine 2), and state machine 1 skips what it reflects already.
   EXPECT_TRUE(c.machine(0, 0)->loads().empty());
-  EXPECT_EQ(c.machine(0, 0)->executes(), 0u);
+  EXPECT_EQ(c.machine(0, 0)->executes(), sm1_executes);
+  EXPECT_EQ(c.machine(0, 0)->state(), sm1);
   EXPECT_EQ(c.machine(0, 1)->loads(), std::vector<uint64_t>{checkpoint});
   EXPECT_EQ(c.machine(0, 1)->executes(), end - checkpoint);
   EXPECT_EQ(c.machine(0, 1)->state(), sm2);
-  (void)sm1;
+  // Both go on with the others.
+  c.ProposeMany(1, 10, 16, 1);
+  c.ProposeMany(2, 10, 16, 2);
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  EXPECT_EQ(c.machine(0, 0)->violations() + c.machine(0, 1)->violations(), 0u);
 }
 
 TEST(NodeCheckpointTest, AStateMachineWithoutCheckpointsKeepsTheWholeLog) {
