@@ -56,6 +56,7 @@ DEFINE_uint64(keep, 20000, "log_keep_instances of the 'checkpoint' case");
 DEFINE_int32(repeats, 3, "restarts per case (interleaved)");
 DEFINE_int32(clients, 64, "proposing threads while building the log");
 DEFINE_bool(json, false, "one JSON object per line");
+DEFINE_string(keep_dir, "", "build in this (new) directory and keep it (default: a temp dir, removed)");
 
 namespace {
 
@@ -288,6 +289,15 @@ int main(int argc, char** argv) {
   if (FLAGS_instances < 1 || FLAGS_repeats < 1 || FLAGS_clients < 1 || FLAGS_value_size < 1) {
     std::fprintf(stderr, "checkpoint_bench: --instances, --repeats, --clients, --value_size >= 1\n");
     return 2;
+  }
+  if (!FLAGS_keep_dir.empty()) {
+    std::error_code ec;
+    if (!fs::create_directory(FLAGS_keep_dir, ec)) {
+      std::fprintf(stderr, "checkpoint_bench: cannot create a new --keep_dir %s\n",
+                   FLAGS_keep_dir.c_str());
+      return 1;
+    }
+    return Run(FLAGS_keep_dir);
   }
   std::string tmpl = (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
   tmpl += "/chorus-checkpoint-bench.XXXXXX";

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +22,7 @@
 #include "chorus/leveldb_log_storage.h"
 #include "chorus/node.h"
 #include "node/checkpoint_store.h"
+#include "node/checkpoint_worker.h"
 #include "node/fs_util.h"
 #include "node/node_impl.h"
 #include "node/options_validation.h"
@@ -404,6 +407,28 @@ TEST(NodeCheckpointTest, ALostCheckpointDirUnderATrimmedLogIsAClearError) {
   EXPECT_NE(s.ToString().find("checkpoint dir"), std::string::npos) << s.ToString();
 }
 
+// Copies the newest checkpoint of `from` into `to` the way a transfer does:
+// the files into a staging dir, then Commit with the sender's manifest
+// (which verifies every file). Returns the manifest.
+CheckpointManifest CopyNewest(CheckpointStore* from, CheckpointStore* to) {
+  CheckpointManifest m;
+  EXPECT_TRUE(from->Newest(&m).ok());
+  EXPECT_TRUE(from->Pin(m.instance).ok());
+  std::string staging;
+  EXPECT_TRUE(to->BeginStaging(&staging).ok());
+  for (const CheckpointFile& f : m.files) {
+    std::string data;
+    EXPECT_TRUE(ReadWholeFile(from->DirOf(m.instance) + "/" + f.path, &data).ok());
+    const std::string path = staging + "/" + f.path;
+    EXPECT_TRUE(CreateDirs(path.substr(0, path.rfind('/'))).ok());
+    EXPECT_TRUE(WriteWholeFile(path, data).ok());
+  }
+  from->Unpin(m.instance);
+  CheckpointManifest received = m;
+  EXPECT_TRUE(to->Commit(staging, &received).ok());
+  return m;
+}
+
 // What the transfer (lane B2) does, by hand: node 0 starts after its peers
 // trimmed past everything it has, gets their newest checkpoint committed
 // into its store, and is told to load it; it then catches up by log.
@@ -426,23 +451,8 @@ TEST(NodeCheckpointTest, ANodeBehindEveryLogLoadsAStoredCheckpointAndCatchesUp) 
   c.machine(0)->fail_loads(1);  // the first load fails: the old state stays
   ASSERT_TRUE(c.Start(0).ok());
 
-  CheckpointStore* from = GroupOf(c.node(1))->checkpoint_store();
-  CheckpointManifest m;
-  ASSERT_TRUE(from->Newest(&m).ok());
-  ASSERT_TRUE(from->Pin(m.instance).ok());
-  CheckpointStore* to = GroupOf(c.node(0))->checkpoint_store();
-  std::string staging;
-  ASSERT_TRUE(to->BeginStaging(&staging).ok());
-  for (const CheckpointFile& f : m.files) {
-    std::string data;
-    ASSERT_TRUE(ReadWholeFile(from->DirOf(m.instance) + "/" + f.path, &data).ok());
-    const std::string path = staging + "/" + f.path;
-    ASSERT_TRUE(CreateDirs(path.substr(0, path.rfind('/'))).ok());
-    ASSERT_TRUE(WriteWholeFile(path, data).ok());
-  }
-  from->Unpin(m.instance);
-  CheckpointManifest received = m;
-  ASSERT_TRUE(to->Commit(staging, &received).ok());
+  const CheckpointManifest m = CopyNewest(GroupOf(c.node(1))->checkpoint_store(),
+                                         GroupOf(c.node(0))->checkpoint_store());
   GroupOf(c.node(0))->PostLoadCheckpoint(m.instance);
 
   ASSERT_TRUE(c.Converged({0, 1, 2}));
@@ -460,6 +470,68 @@ TEST(NodeCheckpointTest, ANodeBehindEveryLogLoadsAStoredCheckpointAndCatchesUp) 
   ASSERT_TRUE(c.Start(0).ok());
   EXPECT_EQ(c.machine(0)->state(), before);
   EXPECT_EQ(c.machine(0)->violations(), 0u);
+}
+
+// A crash after a received checkpoint was committed to the store and
+// before the core installed it: the restart installs it (Open returns with
+// the chosen prefix at the checkpoint), and the node catches up from there.
+TEST(NodeCheckpointTest, ARestartInstallsAStoredCheckpointAheadOfTheLog) {
+  CkCluster c;
+  ASSERT_TRUE(c.Start(1).ok());
+  ASSERT_TRUE(c.Start(2).ok());
+  c.ProposeMany(1, static_cast<int>(3 * c.interval));
+  ASSERT_TRUE(c.Converged({1, 2}));
+  ASSERT_TRUE(c.Settled(1));
+  Logger quiet(nullptr, LogLevel::kNone);
+  std::unique_ptr<CheckpointStore> store;
+  ASSERT_TRUE(CheckpointStore::Open(c.data_dir(0) + "/checkpoints/g0", 31, 0, &quiet, &store).ok());
+  const CheckpointManifest m = CopyNewest(GroupOf(c.node(1))->checkpoint_store(), store.get());
+  store.reset();
+  ASSERT_TRUE(c.Start(0).ok());  // its log is empty: the checkpoint is ahead of it
+  EXPECT_EQ(c.machine(0)->loads(), std::vector<uint64_t>{m.instance});
+  EXPECT_GE(c.node(0)->GetNowInstanceId(0), m.instance);
+  EXPECT_EQ(c.node(0)->GetMinChosenInstanceId(0), m.instance);
+  c.ProposeMany(1, 10);
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  EXPECT_EQ(c.machine(0)->violations(), 0u);
+}
+
+TEST(NodeCheckpointTest, TheWorkerRunsJobsInOrderAndDropsTheQueuedOnesAtStop) {
+  CheckpointWorker worker(2);
+  ASSERT_TRUE(worker.Start().ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<int> ran;
+  auto job = [&](int n, bool block) {
+    return [&, n, block] {
+      std::unique_lock<std::mutex> lock(mu);
+      ran.push_back(n);
+      cv.notify_all();
+      if (block) cv.wait(lock, [&] { return release; });
+    };
+  };
+  ASSERT_TRUE(worker.Submit(job(1, true)));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !ran.empty(); });  // job 1 runs and blocks
+  }
+  ASSERT_TRUE(worker.Submit(job(2, false)));
+  ASSERT_TRUE(worker.Submit(job(3, false)));
+  EXPECT_FALSE(worker.Submit(job(4, false)));  // two already wait
+  EXPECT_EQ(worker.dropped(), 1u);
+  std::thread stopper([&] { worker.Stop(); });
+  // Stop drops 2 and 3, then waits for 1.
+  ASSERT_TRUE(WaitUntil([&] { return worker.dropped() == 3; }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  stopper.join();
+  EXPECT_EQ(ran, std::vector<int>{1});
+  EXPECT_EQ(worker.completed(), 1u);
+  EXPECT_FALSE(worker.Submit(job(5, false)));
 }
 
 TEST(NodeCheckpointTest, BadCheckpointOptionsAreRefused) {
