@@ -99,6 +99,10 @@ Status NodeImpl::Init() {
       transport_, &logger_, 2 * peers * static_cast<size_t>(options_.group_count));
   Status started = catchup_reader_->Start();
   if (!started.ok()) return started;
+  // Each group has at most one checkpoint in progress.
+  checkpoint_worker_ = std::make_unique<CheckpointWorker>(static_cast<size_t>(options_.group_count));
+  started = checkpoint_worker_->Start();
+  if (!started.ok()) return started;
 
   GroupEnv env;
   env.options = &options_;
@@ -107,6 +111,9 @@ Status NodeImpl::Init() {
   env.notifier_pool = NotifierPool::Default();
   env.logger = &logger_;
   env.catchup_reader = catchup_reader_.get();
+  env.checkpoint_worker = checkpoint_worker_.get();
+  // ---- Lane B2 (checkpoint transfer): create the transfer here and set
+  // env.request_checkpoint; AddGroup each group after Group::Open. ----
 
   std::vector<std::vector<StateMachine*>> machines(options_.group_count);
   for (const auto& [group, sm] : options_.state_machines) machines[group].push_back(sm);
@@ -207,6 +214,12 @@ Status NodeImpl::GetGroupStatus(uint32_t group, GroupStatus* status) const {
   out.master_node = m.node;
   out.master_chosen_end = m.master_chosen_end;
   out.caught_up = m.node != 0 && out.executed >= m.master_chosen_end;
+  out.checkpoint_instance = g->checkpoint_instance();
+  out.log_start = g->min_chosen_instance_id();
+  out.checkpoints_made = g->checkpoints_made();
+  out.checkpoints_loaded = g->checkpoints_loaded();
+  // ---- Lane B2: transfer_instance / transfer_bytes_* and checkpoints_sent
+  // from the transfer's progress of `group`. ----
   if (status != nullptr) *status = out;
   return Status::OK();
 }
@@ -301,6 +314,9 @@ void NodeImpl::Stop() {
   for (auto& group : groups_) group->Stop();
   // No loop hands it reads any more; once it returns, no log is read.
   if (catchup_reader_ != nullptr) catchup_reader_->Stop();
+  // No loop submits checkpoints any more; once it returns, no checkpoint
+  // writer runs and no store is written.
+  if (checkpoint_worker_ != nullptr) checkpoint_worker_->Stop();
 }
 
 }  // namespace chorus

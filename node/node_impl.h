@@ -12,6 +12,7 @@
 
 #include "chorus/node.h"
 #include "node/catchup_reader.h"
+#include "node/checkpoint_worker.h"
 #include "node/group.h"
 #include "node/runtime_env.h"
 #include "utils/logging.h"
@@ -87,6 +88,9 @@ class NodeImpl : public Node {
   // Reads the groups' logs for lagging peers (after own_transport_, which it
   // sends through; Stop() stops it before the groups and their logs go).
   std::unique_ptr<CatchupReader> catchup_reader_;
+  // Writes and commits the groups' checkpoints off their loops (stopped by
+  // Stop() after the groups, before they are freed).
+  std::unique_ptr<CheckpointWorker> checkpoint_worker_;
   std::atomic<uint64_t> misrouted_{0};
   // Calls of the Node API inside the node right now (see ActiveCall in the
   // .cc). The destructor waits for them to leave before the groups are
