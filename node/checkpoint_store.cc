@@ -1,244 +1,413 @@
-// PROVISIONAL (lane B2): replaced by lane B1's store on merge.
 #include "node/checkpoint_store.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
+#include <chrono>
+#include <cstdio>
+#include <random>
 
 #include "utils/coding.h"
 #include "utils/crc32c.h"
 
 namespace chorus {
 
-namespace fs = std::filesystem;
-
-uint64_t CheckpointManifest::total_bytes() const {
-  uint64_t n = 0;
-  for (const auto& f : files) n += f.size;
-  return n;
-}
-
-std::string CheckpointManifest::Encode() const {
-  std::string out;
-  PutFixed64(&out, cluster_id);
-  PutFixed32(&out, group);
-  PutFixed64(&out, instance);
-  PutFixed32(&out, chain_checksum);
-  PutFixed32(&out, static_cast<uint32_t>(files.size()));
-  for (const auto& f : files) {
-    PutFixed32(&out, static_cast<uint32_t>(f.path.size()));
-    out.append(f.path);
-    PutFixed64(&out, f.size);
-    PutFixed32(&out, f.crc);
-  }
-  PutFixed32(&out, crc32c::Value(out));
-  return out;
-}
-
-Status CheckpointManifest::Decode(const std::string& bytes, CheckpointManifest* m) {
-  if (bytes.size() < 32) return Status::Corruption("manifest: short");
-  const size_t body = bytes.size() - 4;
-  if (crc32c::Value(bytes.data(), body) != DecodeFixed32(bytes.data() + body)) {
-    return Status::Corruption("manifest: bad crc");
-  }
-  CheckpointManifest r;
-  const char* p = bytes.data();
-  size_t at = 0;
-  auto need = [&](size_t n) { return at + n <= body; };
-  r.cluster_id = DecodeFixed64(p);
-  r.group = DecodeFixed32(p + 8);
-  r.instance = DecodeFixed64(p + 12);
-  r.chain_checksum = DecodeFixed32(p + 20);
-  const uint32_t count = DecodeFixed32(p + 24);
-  at = 28;
-  for (uint32_t i = 0; i < count; ++i) {
-    if (!need(4)) return Status::Corruption("manifest: truncated");
-    const uint32_t len = DecodeFixed32(p + at);
-    at += 4;
-    if (!need(static_cast<size_t>(len) + 12)) return Status::Corruption("manifest: truncated");
-    CheckpointFile f;
-    f.path.assign(p + at, len);
-    at += len;
-    f.size = DecodeFixed64(p + at);
-    f.crc = DecodeFixed32(p + at + 8);
-    at += 12;
-    r.files.push_back(std::move(f));
-  }
-  if (at != body) return Status::Corruption("manifest: trailing bytes");
-  *m = std::move(r);
-  return Status::OK();
-}
-
 namespace {
 
-Status ReadWhole(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError("cannot read " + path);
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return Status::OK();
+constexpr char kManifestName[] = "MANIFEST";
+
+std::string InstanceName(uint64_t instance) { return std::to_string(instance); }
+
+// A directory name that is a checkpoint's: decimal digits, no leading zero.
+bool ParseInstanceName(const std::string& name, uint64_t* instance) {
+  if (name.empty() || name.size() > 20 || (name.size() > 1 && name[0] == '0')) return false;
+  for (char c : name) {
+    if (c < '0' || c > '9') return false;
+  }
+  errno = 0;
+  const unsigned long long v = std::strtoull(name.c_str(), nullptr, 10);
+  if (errno != 0) return false;
+  *instance = v;
+  return true;
 }
 
-Status FileCrc(const std::string& path, uint64_t* size, uint32_t* crc) {
-  std::string bytes;
-  Status s = ReadWhole(path, &bytes);
-  if (!s.ok()) return s;
-  *size = bytes.size();
-  *crc = crc32c::Value(bytes);
-  return Status::OK();
+Status ReadAt(const std::string& path, uint64_t offset, size_t n, std::string* out) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open '" + path + "'", errno);
+  const size_t start = out->size();
+  out->resize(start + n);
+  size_t done = 0;
+  Status s;
+  while (done < n) {
+    const ssize_t r = pread(fd, &(*out)[start + done], n - done,
+                            static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      s = Status::FromErrno("cannot read '" + path + "'", errno);
+      break;
+    }
+    if (r == 0) {
+      s = Status::Corruption("'" + path + "' is shorter than its manifest says");
+      break;
+    }
+    done += static_cast<size_t>(r);
+  }
+  close(fd);
+  if (!s.ok()) out->resize(start);
+  return s;
+}
+
+uint64_t RandomBits() {
+  try {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  } catch (...) {
+    return static_cast<uint64_t>(
+        std::chrono::steady_clock::now().time_since_epoch().count());
+  }
 }
 
 }  // namespace
 
-Status RemoveTree(const std::string& path) {
-  std::error_code ec;
-  fs::remove_all(path, ec);
-  return ec ? Status::IOError("remove " + path + ": " + ec.message()) : Status::OK();
+// ---- CheckpointStore ----
+
+CheckpointStore::CheckpointStore(const std::string& dir, uint64_t cluster_id, uint32_t group,
+                                 Logger* logger)
+    : dir_(dir), cluster_id_(cluster_id), group_(group), logger_(logger) {
+  temp_seq_.store(RandomBits() & 0xffffffffull, std::memory_order_relaxed);
 }
 
 Status CheckpointStore::Open(const std::string& dir, uint64_t cluster_id, uint32_t group,
-                             Logger* /*logger*/, std::unique_ptr<CheckpointStore>* store) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::IOError("create " + dir + ": " + ec.message());
-  std::unique_ptr<CheckpointStore> s(new CheckpointStore(dir, cluster_id, group));
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("staging-", 0) == 0) {
-      RemoveTree(e.path().string());
-      continue;
-    }
-    std::string bytes;
-    CheckpointManifest m;
-    if (ReadWhole(e.path().string() + "/MANIFEST", &bytes).ok() &&
-        CheckpointManifest::Decode(bytes, &m).ok()) {
-      s->committed_[m.instance] = m;
+                             Logger* logger, std::unique_ptr<CheckpointStore>* store) {
+  if (dir.empty()) return Status::InvalidArgument("checkpoint store: empty directory name");
+  std::unique_ptr<CheckpointStore> s(new CheckpointStore(dir, cluster_id, group, logger));
+  Status st = CreateDirs(dir);
+  if (!st.ok()) return st.Annotate("checkpoint store");
+  st = s->Load();
+  if (!st.ok()) return st;
+  *store = std::move(s);
+  return Status::OK();
+}
+
+Status CheckpointStore::Load() {
+  std::vector<std::string> names;
+  Status s = ListDir(dir_, &names);
+  if (!s.ok()) return s.Annotate("checkpoint store");
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    uint64_t instance = 0;
+    if (name.rfind("staging-", 0) == 0 || name.rfind("scratch-", 0) == 0) {
+      // A checkpoint that was never committed, or a load that did not
+      // clean up (a crash): never complete, never needed.
+      Status r = RemoveTree(dir_ + "/" + name);
+      if (!r.ok()) {
+        CHORUS_LOG(logger_, kWarning, "checkpoint store %s: %s", dir_.c_str(),
+                   r.ToString().c_str());
+      }
+    } else if (ParseInstanceName(name, &instance)) {
+      CheckpointManifest m;
+      Status r = Inspect(name, instance, &m);
+      if (r.ok()) {
+        index_[instance].manifest = std::move(m);
+      } else {
+        damaged_.insert(name);
+        CHORUS_LOG(logger_, kWarning,
+                   "checkpoint store %s: skipping damaged checkpoint %s (an older one is used): %s",
+                   dir_.c_str(), name.c_str(), r.ToString().c_str());
+      }
+    } else {
+      CHORUS_LOG(logger_, kWarning, "checkpoint store %s: ignoring unknown entry '%s'",
+                 dir_.c_str(), name.c_str());
     }
   }
-  *store = std::move(s);
+  return Status::OK();
+}
+
+Status CheckpointStore::Inspect(const std::string& name, uint64_t instance,
+                                CheckpointManifest* m) const {
+  const std::string base = dir_ + "/" + name;
+  std::string bytes;
+  Status s = ReadWholeFile(base + "/" + kManifestName, &bytes);
+  if (!s.ok()) return s;
+  s = CheckpointManifest::Decode(bytes, m);
+  if (!s.ok()) return s.Annotate(base);
+  if (m->cluster_id != cluster_id_ || m->group != group_ || m->instance != instance) {
+    return Status::Corruption(base + ": the manifest names cluster " +
+                              std::to_string(m->cluster_id) + " group " + std::to_string(m->group) +
+                              " instance " + std::to_string(m->instance));
+  }
+  for (const CheckpointFile& f : m->files) {
+    struct stat st;
+    if (stat((base + "/" + f.path).c_str(), &st) != 0) {
+      return Status::FromErrno(base + ": file '" + f.path + "'", errno);
+    }
+    if (static_cast<uint64_t>(st.st_size) != f.size) {
+      return Status::Corruption(base + ": file '" + f.path + "' has " +
+                                std::to_string(st.st_size) + " bytes, the manifest says " +
+                                std::to_string(f.size));
+    }
+  }
   return Status::OK();
 }
 
 Status CheckpointStore::Newest(CheckpointManifest* m) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (committed_.empty()) return Status::NotFound("no checkpoint");
-  *m = committed_.rbegin()->second;
+  if (index_.empty()) return Status::NotFound("no checkpoint stored in " + dir_);
+  *m = index_.rbegin()->second.manifest;
+  return Status::OK();
+}
+
+uint64_t CheckpointStore::newest_instance() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return index_.empty() ? 0 : index_.rbegin()->first;
+}
+
+Status CheckpointStore::Get(uint64_t instance, CheckpointManifest* m) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find(instance);
+  if (it == index_.end()) {
+    return Status::NotFound("checkpoint " + std::to_string(instance) + " is not stored in " + dir_);
+  }
+  *m = it->second.manifest;
   return Status::OK();
 }
 
 std::string CheckpointStore::DirOf(uint64_t instance) const {
-  return dir_ + "/" + std::to_string(instance);
+  return dir_ + "/" + InstanceName(instance);
+}
+
+Status CheckpointStore::MakeTempDir(const char* prefix, std::string* path) {
+  const uint64_t seq = temp_seq_.fetch_add(1, std::memory_order_relaxed);
+  char tag[64];
+  std::snprintf(tag, sizeof(tag), "%s-%llu-%08llx", prefix, static_cast<unsigned long long>(seq),
+                static_cast<unsigned long long>(RandomBits() & 0xffffffffull));
+  const std::string p = dir_ + "/" + tag;
+  if (mkdir(p.c_str(), 0755) != 0) return Status::FromErrno("cannot create '" + p + "'", errno);
+  *path = p;
+  return Status::OK();
 }
 
 Status CheckpointStore::BeginStaging(std::string* staging_dir) {
-  uint64_t tag = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    tag = ++next_tag_;
+  return MakeTempDir("staging", staging_dir);
+}
+
+void CheckpointStore::Abort(const std::string& staging_dir) {
+  Status s = RemoveTree(staging_dir);
+  if (!s.ok()) {
+    CHORUS_LOG(logger_, kWarning, "checkpoint store %s: %s", dir_.c_str(), s.ToString().c_str());
   }
-  *staging_dir = dir_ + "/staging-" + std::to_string(tag) + "-" + std::to_string(getpid());
-  std::error_code ec;
-  fs::create_directories(*staging_dir, ec);
-  return ec ? Status::IOError("create " + *staging_dir) : Status::OK();
 }
 
 Status CheckpointStore::Commit(const std::string& staging_dir, CheckpointManifest* m) {
-  std::vector<CheckpointFile> found;
-  for (const auto& e : fs::recursive_directory_iterator(staging_dir)) {
-    if (!e.is_regular_file()) continue;
-    CheckpointFile f;
-    f.path = fs::relative(e.path(), staging_dir).string();
-    Status s = FileCrc(e.path().string(), &f.size, &f.crc);
-    if (!s.ok()) return s;
-    found.push_back(std::move(f));
+  if (newest_instance() >= m->instance && Get(m->instance, m).ok()) {
+    Abort(staging_dir);  // a repeat: the stored one is complete
+    return Status::OK();
   }
-  std::sort(found.begin(), found.end(),
-            [](const CheckpointFile& a, const CheckpointFile& b) { return a.path < b.path; });
-  if (!m->files.empty()) {
-    if (found.size() != m->files.size()) return Status::Corruption("file count mismatch");
-    for (size_t i = 0; i < found.size(); ++i) {
-      if (found[i].path != m->files[i].path || found[i].size != m->files[i].size ||
-          found[i].crc != m->files[i].crc) {
-        return Status::Corruption("file " + m->files[i].path + " mismatches its manifest");
+  Status s = [&]() -> Status {
+    if (m->cluster_id == 0) m->cluster_id = cluster_id_;
+    if (m->group == 0) m->group = group_;
+    if (m->cluster_id != cluster_id_ || m->group != group_) {
+      return Status::InvalidArgument("checkpoint of cluster " + std::to_string(m->cluster_id) +
+                                     " group " + std::to_string(m->group) + " offered to the store of " +
+                                     dir_);
+    }
+    std::vector<std::string> paths;
+    std::vector<std::string> dirs;
+    Status r = ListFilesRecursive(staging_dir, &paths, &dirs);
+    if (!r.ok()) return r;
+    const bool verify = !m->files.empty();
+    if (verify && paths.size() != m->files.size()) {
+      return Status::Corruption("checkpoint " + std::to_string(m->instance) + ": staging holds " +
+                                std::to_string(paths.size()) + " files, the manifest names " +
+                                std::to_string(m->files.size()));
+    }
+    std::vector<CheckpointFile> found;
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (!IsCleanCheckpointPath(paths[i])) {
+        return Status::InvalidArgument("checkpoint " + std::to_string(m->instance) + ": file '" +
+                                       paths[i] + "' is outside every sm<id>/ directory");
+      }
+      CheckpointFile f;
+      f.path = paths[i];
+      r = ChecksumFile(staging_dir + "/" + f.path, /*sync=*/true, &f.size, &f.crc);
+      if (!r.ok()) return r;
+      if (verify && !(m->files[i] == f)) {
+        return Status::Corruption("checkpoint " + std::to_string(m->instance) + ": file '" +
+                                  m->files[i].path + "' does not match its manifest entry (found '" +
+                                  f.path + "', " + std::to_string(f.size) + " bytes)");
+      }
+      found.push_back(std::move(f));
+    }
+    m->files = std::move(found);
+    r = WriteWholeFile(staging_dir + "/" + kManifestName, m->Encode());
+    if (!r.ok()) return r;
+    // Each directory's entries (the files, the subdirectories, MANIFEST)
+    // must be durable before the rename publishes the checkpoint.
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+      r = SyncPath(it->empty() ? staging_dir : staging_dir + "/" + *it);
+      if (!r.ok()) return r;
+    }
+    return Status::OK();
+  }();
+  if (!s.ok()) {
+    Abort(staging_dir);
+    return s;
+  }
+
+  std::vector<std::string> doomed;
+  bool committed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!index_.empty() && index_.rbegin()->first >= m->instance) {
+      // Already as new (a transfer of what this node made itself, or a
+      // repeat): keep the stored one, it is complete.
+      auto same = index_.find(m->instance);
+      if (same != index_.end()) *m = same->second.manifest;
+      s = Status::OK();
+    } else {
+      const std::string name = InstanceName(m->instance);
+      const std::string target = DirOf(m->instance);
+      // A damaged checkpoint under this very name (skipped by Open) is garbage.
+      if (damaged_.erase(name) > 0) s = RemoveTree(target);
+      if (s.ok() && rename(staging_dir.c_str(), target.c_str()) != 0) {
+        s = Status::FromErrno("cannot rename '" + staging_dir + "' to '" + target + "'", errno);
+      }
+      if (s.ok()) s = SyncPath(dir_);
+      if (s.ok()) {
+        index_[m->instance].manifest = *m;
+        commits_.fetch_add(1, std::memory_order_relaxed);
+        committed = true;
+        CollectLocked(&doomed);
+      } else if (PathExists(target) && !PathExists(staging_dir)) {
+        // Renamed, but the parent's sync failed: it may or may not survive
+        // a crash, so it is not offered; a later Open decides.
+        damaged_.insert(name);
       }
     }
   }
-  m->files = found;
-  m->cluster_id = cluster_id_;
-  m->group = group_;
-  {
-    std::ofstream out(staging_dir + "/MANIFEST", std::ios::binary | std::ios::trunc);
-    out << m->Encode();
-    if (!out) return Status::IOError("write manifest");
+  if (committed) {
+    RemoveAll(doomed);
+    return Status::OK();
   }
-  const std::string target = DirOf(m->instance);
-  std::error_code ec;
-  fs::remove_all(target, ec);
-  fs::rename(staging_dir, target, ec);
-  if (ec) return Status::IOError("rename " + staging_dir + ": " + ec.message());
-  std::lock_guard<std::mutex> lock(mu_);
-  committed_[m->instance] = *m;
-  for (auto it = committed_.begin(); it != committed_.end();) {
-    if (it->first < m->instance && pins_[it->first] == 0) {
-      RemoveTree(DirOf(it->first));
-      it = committed_.erase(it);
+  Abort(staging_dir);  // (gone already when it was renamed)
+  return s;
+}
+
+
+void CheckpointStore::CollectLocked(std::vector<std::string>* doomed) {
+  if (index_.empty()) return;
+  const uint64_t newest = index_.rbegin()->first;
+  for (auto it = index_.begin(); it != index_.end();) {
+    if (it->first < newest && it->second.pins == 0) {
+      doomed->push_back(DirOf(it->first));
+      it = index_.erase(it);
     } else {
       ++it;
     }
   }
-  return Status::OK();
+  for (const std::string& name : damaged_) doomed->push_back(dir_ + "/" + name);
+  damaged_.clear();
 }
 
-void CheckpointStore::Abort(const std::string& staging_dir) { RemoveTree(staging_dir); }
+void CheckpointStore::RemoveAll(const std::vector<std::string>& doomed) {
+  for (const std::string& path : doomed) {
+    Status s = RemoveTree(path);
+    if (!s.ok()) {
+      CHORUS_LOG(logger_, kWarning, "checkpoint store %s: cannot delete an old checkpoint: %s",
+                 dir_.c_str(), s.ToString().c_str());
+    }
+  }
+}
 
 Status CheckpointStore::Pin(uint64_t instance) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (committed_.count(instance) == 0) return Status::NotFound("no checkpoint to pin");
-  ++pins_[instance];
+  auto it = index_.find(instance);
+  if (it == index_.end()) {
+    return Status::NotFound("checkpoint " + std::to_string(instance) + " is not stored in " + dir_);
+  }
+  ++it->second.pins;
   return Status::OK();
 }
 
 void CheckpointStore::Unpin(uint64_t instance) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (pins_[instance] > 0) --pins_[instance];
+  std::vector<std::string> doomed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(instance);
+    if (it == index_.end() || it->second.pins == 0) return;
+    --it->second.pins;
+    if (it->second.pins == 0 && it->first != index_.rbegin()->first) {
+      doomed.push_back(DirOf(it->first));
+      index_.erase(it);
+    }
+  }
+  RemoveAll(doomed);
 }
 
 Status CheckpointStore::ReadChunk(const CheckpointManifest& m, uint64_t offset, size_t max_bytes,
                                   std::string* data) const {
   data->clear();
-  uint64_t start = 0;
-  for (const auto& f : m.files) {
-    if (data->size() >= max_bytes) break;
-    const uint64_t end = start + f.size;
-    if (offset < end) {
-      const uint64_t from = std::max(offset, start) - start;
+  const uint64_t total = m.total_bytes();
+  if (offset > total) {
+    return Status::InvalidArgument("checkpoint " + std::to_string(m.instance) + ": offset " +
+                                   std::to_string(offset) + " is beyond its " +
+                                   std::to_string(total) + " bytes");
+  }
+  const std::string base = DirOf(m.instance);
+  uint64_t file_start = 0;
+  for (const CheckpointFile& f : m.files) {
+    if (data->size() >= max_bytes || offset >= total) break;
+    const uint64_t file_end = file_start + f.size;
+    if (offset < file_end) {
+      const uint64_t in_file = offset - file_start;
       const size_t n = static_cast<size_t>(
-          std::min<uint64_t>(f.size - from, max_bytes - data->size()));
-      const std::string path = DirOf(m.instance) + "/" + f.path;
-      int fd = open(path.c_str(), O_RDONLY);
-      if (fd < 0) return Status::IOError("open " + path);
-      std::string buf(n, '\0');
-      const ssize_t got = pread(fd, &buf[0], n, static_cast<off_t>(from));
-      close(fd);
-      if (got != static_cast<ssize_t>(n)) return Status::IOError("short read " + path);
-      data->append(buf);
+          std::min<uint64_t>(f.size - in_file, max_bytes - data->size()));
+      Status s = ReadAt(base + "/" + f.path, in_file, n, data);
+      if (!s.ok()) {
+        data->clear();
+        return s;
+      }
       offset += n;
     }
-    start = end;
+    file_start = file_end;
   }
   return Status::OK();
 }
 
 Status CheckpointStore::MakeScratch(const CheckpointManifest& m, int state_machine_id,
                                     std::string* scratch) {
-  Status s = BeginStaging(scratch);
+  Status s = Pin(m.instance);
   if (!s.ok()) return s;
-  const std::string from = DirOf(m.instance) + "/sm" + std::to_string(state_machine_id);
-  std::error_code ec;
-  if (fs::exists(from)) fs::copy(from, *scratch, fs::copy_options::recursive, ec);
-  return ec ? Status::IOError("scratch: " + ec.message()) : Status::OK();
+  std::string dir;
+  s = MakeTempDir("scratch", &dir);
+  const std::string prefix = StateMachineDirName(state_machine_id) + "/";
+  const std::string base = DirOf(m.instance);
+  for (const CheckpointFile& f : m.files) {
+    if (!s.ok()) break;
+    if (f.path.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rel = f.path.substr(prefix.size());
+    const size_t slash = rel.rfind('/');
+    if (slash != std::string::npos) s = CreateDirs(dir + "/" + rel.substr(0, slash));
+    if (s.ok()) s = LinkOrCopyFile(base + "/" + f.path, dir + "/" + rel);
+    uint64_t size = 0;
+    uint32_t crc = 0;
+    if (s.ok()) s = ChecksumFile(dir + "/" + rel, /*sync=*/false, &size, &crc);
+    if (s.ok() && (size != f.size || crc != f.crc)) {
+      s = Status::Corruption("checkpoint " + std::to_string(m.instance) + ": file '" + f.path +
+                             "' does not match its manifest (" + std::to_string(size) +
+                             " bytes, crc " + std::to_string(crc) + ")");
+    }
+  }
+  Unpin(m.instance);
+  if (!s.ok()) {
+    if (!dir.empty()) Abort(dir);
+    return s;
+  }
+  *scratch = dir;
+  return Status::OK();
 }
 
 }  // namespace chorus
