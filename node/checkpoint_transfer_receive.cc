@@ -3,7 +3,6 @@
 // staging dir, time out and resume, switch peers, restart on a new
 // instance, commit the whole checkpoint and hand it to the group.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 
 #include "node/checkpoint_transfer.h"
 #include "node/checkpoint_transfer_internal.h"
+#include "node/fs_util.h"
 #include "utils/crc32c.h"
 
 namespace chorus {
@@ -21,35 +21,6 @@ namespace {
 
 // At most this many files in a received manifest.
 constexpr size_t kMaxFiles = 1u << 20;
-
-// A path the manifest may name: relative, inside the checkpoint dir, no
-// "." or ".." component, not the store's own MANIFEST.
-bool SafePath(const std::string& path) {
-  if (path.empty() || path.size() > 4096 || path[0] == '/' || path == "MANIFEST") return false;
-  if (path.find('\0') != std::string::npos) return false;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    const std::string part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return true;
-}
-
-// mkdir -p of the parent directories of dir/path.
-Status MakeParents(const std::string& dir, const std::string& path) {
-  size_t at = 0;
-  while ((at = path.find('/', at)) != std::string::npos) {
-    const std::string sub = dir + "/" + path.substr(0, at);
-    if (mkdir(sub.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::IOError("mkdir " + sub + ": " + std::strerror(errno));
-    }
-    ++at;
-  }
-  return Status::OK();
-}
 
 Status PwriteAll(int fd, const char* data, size_t n, uint64_t offset, const std::string& path) {
   while (n > 0) {
@@ -172,7 +143,7 @@ Status CheckpointTransfer::AcceptManifest(GroupState* g, const CheckpointMessage
   std::set<std::string> paths;
   uint64_t total = 0;
   for (const CheckpointFile& f : m.files) {
-    if (!SafePath(f.path) || !paths.insert(f.path).second) {
+    if (!IsCleanCheckpointPath(f.path) || !paths.insert(f.path).second) {
       return Status::Corruption("manifest names a bad or repeated path");
     }
     if (f.size > UINT64_MAX - total) return Status::Corruption("manifest sizes overflow");
@@ -190,9 +161,9 @@ Status CheckpointTransfer::AcceptManifest(GroupState* g, const CheckpointMessage
   }
   // Create every file now (an empty one gets no chunk).
   for (const CheckpointFile& f : m.files) {
-    s = MakeParents(r->staging, f.path);
-    if (!s.ok()) return s;
     const std::string path = r->staging + "/" + f.path;
+    s = CreateDirs(path.substr(0, path.rfind('/')));
+    if (!s.ok()) return s;
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Status::IOError("create " + path + ": " + std::strerror(errno));
     close(fd);
