@@ -14,10 +14,15 @@
 // and then names the first instance it left out (reported_end).
 //
 //   PREPARE(b, i):  i < chosen_end         -> PREPARE_REJECT (the proposer is
-//                                             behind and must catch up first)
+//                                             behind and must catch up first;
+//                                             this covers i < log_start, the
+//                                             trimmed log: trim.h)
 //                   b >= promised          -> promised = b (persisted), PROMISE
 //                   otherwise              -> PREPARE_REJECT(promised)
-//   ACCEPT(b, i, v): i known chosen        -> CHOSEN(i, chosen value)
+//   ACCEPT(b, i, v): i known chosen        -> CHOSEN(i, chosen value); when
+//                                             trimmed (i < log_start):
+//                                             ACCEPT_REJECT (chosen_end tells
+//                                             the proposer it is behind)
 //                   b < promised           -> ACCEPT_REJECT(promised)
 //                   i >= chosen_end+window -> ACCEPT_BEHIND (nothing changes)
 //                   otherwise              -> promised = b, accepted[i] = (b, v)
@@ -56,6 +61,10 @@ class Acceptor {
 
   // `instance` was applied: its state now lives in the log only.
   void Forget(uint64_t instance) { accepted_.erase(instance); }
+  // A checkpoint covers every instance below `instance` (InstallCheckpoint).
+  void ForgetBelow(uint64_t instance) {
+    accepted_.erase(accepted_.begin(), accepted_.lower_bound(instance));
+  }
 
   const Ballot& promised() const { return promised_; }
   // The ballot this acceptor accepted at `instance` (null if none / forgotten).

@@ -1,6 +1,7 @@
 #include "paxos/catchup.h"
 
 #include "paxos.pb.h"
+#include "paxos/trim.h"
 #include "utils/crc32c.h"
 
 namespace chorus {
@@ -46,7 +47,18 @@ Status ReadCatchup(const CatchupRead& read, LogStorage* log, CatchupReply* reply
     e->set_value(rec.value());
     e->set_checksum(rec.checksum());
   }
-  if (msg.learned_size() == 0) return stop;
+  if (msg.learned_size() == 0 && stop.IsNotFound()) {
+    // The first record is gone: a trim that ran after the core planned this
+    // read (off the loop, a later round may trim first). Below the log's
+    // start the answer is "use a checkpoint", as the core would give it.
+    uint64_t start = 0;
+    uint32_t checksum = 0;
+    if (ReadLogStart(log, &start, &checksum).ok() && read.first < start) {
+      msg.set_log_start(start);
+      reply->log_start = start;
+    }
+  }
+  if (msg.learned_size() == 0 && msg.log_start() == 0) return stop;
   msg.set_cluster_id(read.cluster_id);
   msg.set_group(read.group);
   msg.set_from(read.from);

@@ -35,11 +35,15 @@ namespace paxos {
 
 struct CatchupReply {
   // The serialized LEARN_VALUES message for read.peer (header as
-  // CoreContext::Send fills it); empty when it holds no entry.
+  // CoreContext::Send fills it): send it when not empty. Empty when it holds
+  // no entry and is no "use a checkpoint" answer (log_start below).
   std::string bytes;
   size_t entries = 0;
   // One past the last entry; read.first when there is none.
   uint64_t end = 0;
+  // Non-zero: the reply is "use a checkpoint" (no entries): the log starts
+  // at log_start, above read.first (trimmed since the core planned it).
+  uint64_t log_start = 0;
 };
 
 // Reads the chosen values of read.first, read.first + 1, ... below
@@ -53,6 +57,10 @@ struct CatchupReply {
 // when it stopped at a missing record (the log was trimmed there); Corruption
 // when it stopped at a bad one. Whatever it returns, *reply holds the entries
 // before the stop, which are good to send (reply->entries may be 0).
+// When the FIRST record is missing and the log's start (kLogStartVariable,
+// trim.h) lies above read.first, a trim raced the planned read: the reply is
+// "use a checkpoint" (log_start set, no entries, bytes not empty; NotFound
+// is still returned), as the core answers below its log start.
 Status ReadCatchup(const CatchupRead& read, LogStorage* log, CatchupReply* reply);
 
 }  // namespace paxos

@@ -8,6 +8,7 @@
 #include "paxos/learner.h"
 #include "paxos/master.h"
 #include "paxos/proposer.h"
+#include "paxos/trim.h"
 #include "paxos/value.h"
 
 namespace chorus {
@@ -37,6 +38,12 @@ void CoreContext::PersistRecord(uint64_t instance, std::string record, bool vote
 
 void CoreContext::PersistVariable(const std::string& name, std::string value) {
   variables_[name] = std::move(value);
+  sync_ = true;
+}
+
+void CoreContext::PersistTrim(uint64_t below) {
+  records_.erase(records_.begin(), records_.lower_bound(below));
+  delete_below_ = std::max(delete_below_, below);
   sync_ = true;
 }
 
@@ -79,8 +86,10 @@ void CoreContext::EndStep() {
   local_.clear();
   for (auto& kv : records_) out_->persist.records.emplace_back(kv.first, std::move(kv.second));
   for (auto& kv : variables_) out_->persist.variables.emplace_back(kv.first, std::move(kv.second));
+  out_->persist.delete_below = delete_below_;
   records_.clear();
   variables_.clear();
+  delete_below_ = 0;
   out_->sync = sync_ && !Mutated(TestMutation::kUnsyncedWrites);
   sync_ = false;
   out_ = nullptr;
@@ -157,8 +166,9 @@ Core::Core(const CoreOptions& options, LogStorage* log)
       learner_(new Learner(&ctx_)),
       acceptor_(new Acceptor(&ctx_, learner_.get())),
       proposer_(new Proposer(&ctx_, learner_.get(), acceptor_.get())),
-      master_(new Master(&ctx_, learner_.get(), acceptor_.get(), proposer_.get())) {
-  learner_->SetRoles(acceptor_.get(), proposer_.get(), master_.get());
+      master_(new Master(&ctx_, learner_.get(), acceptor_.get(), proposer_.get())),
+      trimmer_(new LogTrimmer(&ctx_, learner_.get())) {
+  learner_->SetRoles(acceptor_.get(), proposer_.get(), master_.get(), trimmer_.get());
   proposer_->SetMaster(master_.get());
   ctx_.set_chosen_end_source(learner_.get());
 }
@@ -193,6 +203,9 @@ Status Core::Recover() {
   } else if (!s.IsNotFound()) {
     return Status::Corruption("paxos log: reading the promise: " + s.ToString());
   }
+  // A trimmed log: the chosen chain starts at the stored log start.
+  s = trimmer_->Recover();
+  if (!s.ok()) return s;
   uint64_t min = 0, max = 0;
   s = log->GetMinInstanceId(&min);
   const bool log_empty = s.IsNotFound();
@@ -516,6 +529,37 @@ MasterView Core::master() const { return master_->View(); }
 bool Core::HoldsLease() const { return !learner_->halted() && master_->HoldsLease(); }
 
 uint64_t Core::chosen_end() const { return learner_->chosen_end(); }
+uint64_t Core::log_start() const { return trimmer_->log_start(); }
+uint32_t Core::chain_checksum() const { return learner_->last_checksum(); }
+
+void Core::OnCheckpoint(uint64_t instance, uint64_t trim_limit, Outputs* out) {
+  Begin(out);
+  if (!learner_->halted()) trimmer_->OnCheckpoint(instance, trim_limit);
+  Finish();
+}
+
+Status Core::InstallCheckpoint(uint64_t instance, uint32_t checksum, Outputs* out) {
+  Begin(out);
+  Status s;
+  if (learner_->halted()) {
+    s = Status::Stopped("paxos group halted");
+  } else if (instance >= kMaxInstanceId) {
+    s = Status::InvalidArgument("InstallCheckpoint: instance " + std::to_string(instance) +
+                                " at or above the ceiling");
+  } else if (instance > learner_->chosen_end()) {
+    // Order: the roles drop what the checkpoint covers before the learner
+    // applies the pending values above it (which drives the proposer on).
+    acceptor_->ForgetBelow(instance);
+    proposer_->Skip(instance);
+    master_->Skip(instance);
+    trimmer_->Installed(instance, checksum);
+    learner_->Install(instance, checksum);
+    ctx_.stats()->checkpoints_installed++;
+    proposer_->Kick();
+  }
+  Finish();
+  return s;
+}
 bool Core::halted() const { return learner_->halted(); }
 Ballot Core::promised() const { return acceptor_->promised(); }
 

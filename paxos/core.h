@@ -33,11 +33,15 @@
 //      it is durable" true.
 //   2. send every out.messages entry (kBroadcast: every other member);
 //      serve every out.catchup_reads entry (paxos/catchup.h: ReadCatchup,
-//      then send its reply to read.peer): after step 1 returned, on any
+//      then send its reply to read.peer when reply.bytes is not empty,
+//      which may be a "use a checkpoint" answer with no entries): after step 1 returned, on any
 //      thread, in any order with the sends; or drop it (best effort too);
 //   3. apply out.chosen to the state machines in order, then wake the
 //      waiters of out.finished and out.barriers; report out.master when
 //      out.master_changed;
+//      Start fetching a checkpoint for out.checkpoint_needed (unless a
+//      transfer runs); once it is stored, load it into the state machines,
+//      then call InstallCheckpoint (on the loop, between rounds; trim.h);
 //   4. start out.timers (call OnTimeout(id) after delay_ms on a monotonic
 //      clock) and optionally cancel out.cancel_timers.
 //   out.errors are reports (log them); they need no action.
@@ -78,6 +82,7 @@ namespace paxos {
 
 class Acceptor;
 class Learner;
+class LogTrimmer;
 class Master;
 class Proposer;
 
@@ -86,6 +91,12 @@ class Proposer;
 // chosen prefix, so lowering CoreOptions::window across a restart loses no
 // vote cast under the larger one.
 extern const char kWindowVariable[];
+// Name of the LogStorage variable that holds the log's start (a LogStartPb,
+// paxos.proto): the first instance the log holds and the chained checksum of
+// the instance before it. Unset: the log was never trimmed. Every trim and
+// every checkpoint install writes it in the SAME synced batch as its
+// LogWriteBatch::delete_below ("paxos.log_start").
+extern const char kLogStartVariable[];
 
 // Counters, for tests and metrics.
 struct CoreStats {
@@ -114,6 +125,11 @@ struct CoreStats {
   uint64_t forwards_dropped = 0;     // FORWARDs dropped (not the master, duplicate)
   uint64_t read_index_requests = 0;  // READ_INDEX sent
   uint64_t master_messages_ignored = 0;  // master-election messages while it is off
+  // Checkpoints and log trimming (paxos/trim.h).
+  uint64_t trims = 0;                  // trims persisted (OnCheckpoint moved log_start)
+  uint64_t checkpoint_replies = 0;     // "use a checkpoint" answers sent (LEARN_VALUES log_start)
+  uint64_t checkpoints_needed = 0;     // Outputs::checkpoint_needed entries reported
+  uint64_t checkpoints_installed = 0;  // InstallCheckpoint calls that moved chosen_end
 };
 
 // State shared by the roles of one core during one step. Internal.
@@ -145,6 +161,11 @@ class CoreContext {
   void PersistRecord(uint64_t instance, std::string record, bool vote);
   // Variables (the promise, the window) always make the write synced.
   void PersistVariable(const std::string& name, std::string value);
+  // Removes every record below `below` (LogWriteBatch::delete_below) in this
+  // step's write, together with the records this step recorded below it
+  // (the storage applies delete_below before the batch's records). Makes the
+  // write synced: a trim always goes with its kLogStartVariable.
+  void PersistTrim(uint64_t below);
   // Starts timer `kind`, superseding the running one of that kind.
   void StartTimer(TimerKind kind, uint64_t delay_ms);
   void CancelTimer(TimerKind kind);
@@ -169,7 +190,8 @@ class CoreContext {
   uint64_t now_ = 0;
   std::map<uint64_t, std::string> records_;
   std::map<std::string, std::string> variables_;
-  bool sync_ = false;  // the step wrote a vote or a variable
+  uint64_t delete_below_ = 0;
+  bool sync_ = false;  // the step wrote a vote, a variable or a trim
   std::deque<PaxosMsg> local_;
   uint64_t next_generation_ = 1;
   std::map<TimerKind, uint64_t> live_timers_;
@@ -187,6 +209,11 @@ class Core {
   // there, so Open costs O(records + W) whatever ids the log holds), returns
   // Corruption naming the instance: the group must not start. A window
   // smaller than the log's is fine: the votes beyond it are kept.
+  // A trimmed log (kLogStartVariable = (S, c)): the chosen prefix starts at
+  // S with chained checksum c, so chosen_end() >= S even when no record at or
+  // beyond S is chosen; a record below S (there must be none) or a variable
+  // that does not parse is Corruption. A log without the variable whose
+  // first record is chosen restarts the chain from that record's checksum.
   static Status Open(const CoreOptions& options, LogStorage* log,
                      std::unique_ptr<Core>* core);
   ~Core();
@@ -298,6 +325,57 @@ class Core {
   // chosen here or was trimmed, Corruption if its record is bad.
   Status ReadChosen(uint64_t instance, ChosenValue* value);
 
+  // ---- Checkpoints and log trimming (paxos/trim.h) ----
+  //
+  // A checkpoint at instance S reflects every instance < S. The runtime makes
+  // and stores checkpoints; the core trims its log behind them and answers a
+  // peer that asks for trimmed values with "use a checkpoint". Invariant the
+  // runtime keeps: the log holds every chosen instance from the newest
+  // durable checkpoint on (it calls OnCheckpoint only once the checkpoint is
+  // durable, and the core never trims beyond it).
+
+  // The first instance the log holds: every instance below it is trimmed (or
+  // covered by an installed checkpoint). 0 if the log was never trimmed.
+  // log_start() <= chosen_end().
+  uint64_t log_start() const;
+  // The chained checksum of instance chosen_end() - 1 (0 when chosen_end()
+  // is 0): what a checkpoint made at chosen_end() carries, and what
+  // InstallCheckpoint of that checkpoint gets on another node.
+  uint32_t chain_checksum() const;
+
+  // The runtime stored, durably, a checkpoint reflecting [0, instance).
+  // REQUIRES: instance <= chosen_end() (a larger one is clamped to
+  // chosen_end() and reported in out->errors as InvalidArgument). Trims the
+  // log to T = min(instance - min(instance, log_keep_instances), trim_limit)
+  // when T > log_start(): one synced write of delete_below = T and
+  // kLogStartVariable = (T, checksum of T - 1); the core's cache of recent
+  // values drops what lies below T. trim_limit is the runtime's own bound
+  // (Options::log_keep_bytes: the byte margin); UINT64_MAX: none. No-op when
+  // halted.
+  void OnCheckpoint(uint64_t instance, uint64_t trim_limit, Outputs* out);
+
+  // The runtime loaded a checkpoint reflecting [0, instance), whose chained
+  // checksum (the checksum of instance - 1) is `checksum`, into every state
+  // machine. instance <= chosen_end(): OK, nothing changes (a stale install;
+  // the state machines are ahead already, and this core's log holds the
+  // instances after its own checkpoint). Otherwise:
+  //   - the chosen prefix jumps: chosen_end() = instance, chain_checksum() =
+  //     checksum (a wrong one halts the core at the next value a peer sends:
+  //     the chain must extend it);
+  //   - pending chosen values below `instance` are dropped; the acceptor
+  //     forgets its votes below it (it refuses PREPARE / ACCEPT below
+  //     chosen_end anyway);
+  //   - one synced write: delete_below = instance and kLogStartVariable =
+  //     (instance, checksum), so a restart recovers from there;
+  //   - proposals of this node in flight at an instance below `instance`
+  //     end with Stopped("outcome unknown: ...") (their value may have been
+  //     chosen there: never re-proposed; the runtime reports them as
+  //     indeterminate); queued ones go on at the new chosen_end;
+  //   - pending chosen values from `instance` on are applied (out->chosen).
+  // Returns OK; InvalidArgument for an instance >= kMaxInstanceId; Stopped
+  // when halted (nothing changes).
+  Status InstallCheckpoint(uint64_t instance, uint32_t checksum, Outputs* out);
+
   // True once a checksum mismatch or conflicting chosen value was seen: the
   // core refuses every further input (Stopped) and applies nothing more.
   bool halted() const;
@@ -318,6 +396,7 @@ class Core {
   std::unique_ptr<Acceptor> acceptor_;
   std::unique_ptr<Proposer> proposer_;
   std::unique_ptr<Master> master_;
+  std::unique_ptr<LogTrimmer> trimmer_;
   // The window recovery scanned with: max(options.window, the log's).
   uint64_t recovery_window_ = 0;
   // The value of kWindowVariable to write in Start(), "" when it is right.

@@ -5,14 +5,26 @@
 #include "paxos/acceptor.h"
 #include "paxos/master.h"
 #include "paxos/proposer.h"
+#include "paxos/trim.h"
 #include "paxos/value.h"
 #include "utils/crc32c.h"
 
 namespace chorus {
 namespace paxos {
 
+void Learner::RestoreStart(uint64_t instance, uint32_t checksum) {
+  restored_start_ = true;
+  chosen_end_ = instance;
+  last_checksum_ = checksum;
+  last_tick_end_ = instance;
+}
+
 Status Learner::RestoreChosen(uint64_t instance, const std::string& value, uint32_t checksum) {
-  if (chosen_end_ == 0 && instance > 0 && last_checksum_ == 0) {
+  if (restored_start_ && instance < trimmer_->log_start()) {
+    return Status::Corruption("paxos log: a chosen record at instance " + std::to_string(instance) +
+                              " below the log start " + std::to_string(trimmer_->log_start()));
+  }
+  if (!restored_start_ && chosen_end_ == 0 && instance > 0 && last_checksum_ == 0) {
     // The log below `instance` was trimmed: the chain restarts from the
     // stored checksum.
     chosen_end_ = instance;
@@ -81,6 +93,22 @@ void Learner::Advance() {
 void Learner::Cache(uint64_t instance, const std::string& value, uint32_t checksum) {
   cache_[instance] = {value, checksum};
   while (cache_.size() > ctx_->options().chosen_cache_size) cache_.erase(cache_.begin());
+}
+
+void Learner::DropCacheBelow(uint64_t instance) {
+  cache_.erase(cache_.begin(), cache_.lower_bound(instance));
+}
+
+void Learner::Install(uint64_t instance, uint32_t checksum) {
+  pending_.erase(pending_.begin(), pending_.lower_bound(instance));
+  chosen_end_ = instance;
+  last_checksum_ = checksum;
+  cache_.clear();
+  ask_outstanding_ = false;
+  awaiting_checkpoint_ = false;
+  Advance();
+  // Log catch-up goes on from the checkpoint at once.
+  if (!halted_ && peer_best_end_ > chosen_end_) Ask(peer_best_, ASK_LEARN);
 }
 
 void Learner::ApplyOne(uint64_t instance, const std::string& value) {
@@ -170,7 +198,9 @@ void Learner::NotePeer(uint64_t peer, uint64_t peer_chosen_end, bool urgent) {
     peer_best_end_ = peer_chosen_end;
     peer_best_ = peer;
   }
-  if (halted_ || ask_outstanding_ || peer_chosen_end <= chosen_end_) return;
+  if (halted_ || ask_outstanding_ || awaiting_checkpoint_ || peer_chosen_end <= chosen_end_) {
+    return;
+  }
   if (urgent || peer_chosen_end - chosen_end_ > ctx_->options().max_inflight) {
     Ask(peer, ASK_LEARN);
   }
@@ -179,6 +209,10 @@ void Learner::NotePeer(uint64_t peer, uint64_t peer_chosen_end, bool urgent) {
 uint64_t Learner::OnAskLearn(const PaxosMsg& msg) {
   const CoreOptions& o = ctx_->options();
   const uint64_t first = msg.instance();
+  if (first < trimmer_->log_start()) {
+    AnswerUseCheckpoint(msg.from(), first);
+    return 0;
+  }
   if (first >= chosen_end_) return 0;
   if (cache_.count(first) == 0) {
     // Older than the cache: the values are in the log only. Reading it here
@@ -222,6 +256,15 @@ uint64_t Learner::OnAskLearn(const PaxosMsg& msg) {
   return end;
 }
 
+void Learner::AnswerUseCheckpoint(uint64_t peer, uint64_t first) {
+  PaxosMsg reply;
+  reply.set_type(LEARN_VALUES);
+  reply.set_instance(first);
+  reply.set_log_start(trimmer_->log_start());
+  ctx_->Send(peer, &reply);
+  ctx_->stats()->checkpoint_replies++;
+}
+
 void Learner::OnLearnValues(const PaxosMsg& msg) {
   if (halted_) return;
   const uint64_t before = chosen_end_;
@@ -249,7 +292,19 @@ void Learner::OnLearnValues(const PaxosMsg& msg) {
     if (halted_) return;
   }
   Advance();
-  if (!halted_ && chosen_end_ > before && msg.chosen_end() > chosen_end_) {
+  if (halted_) return;
+  if (chosen_end_ > before) awaiting_checkpoint_ = false;
+  if (msg.log_start() > chosen_end_) {
+    // "Use a checkpoint": what we need is trimmed from the peer's log.
+    ask_outstanding_ = false;
+    awaiting_checkpoint_ = true;
+    if (ctx_->out()->checkpoint_needed.empty()) {
+      ctx_->out()->checkpoint_needed.push_back({msg.from(), msg.log_start()});
+      ctx_->stats()->checkpoints_needed++;
+    }
+    return;
+  }
+  if (chosen_end_ > before && msg.chosen_end() > chosen_end_) {
     Ask(msg.from(), CONFIRM_LEARN);
   } else {
     ask_outstanding_ = false;
@@ -264,6 +319,7 @@ void Learner::OnTick() {
   ask_outstanding_ = false;
   if (progress) {
     stuck_ticks_ = 0;
+    awaiting_checkpoint_ = false;
     return;
   }
   if (peer_best_end_ > chosen_end_) {

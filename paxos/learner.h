@@ -11,6 +11,13 @@
 // bounded batch (from its cache, or read from its log off its loop:
 // catchup.h), and the learner asks for the next batch with CONFIRM_LEARN
 // while the peer says it has more.
+//
+// Trimmed logs (trim.h has the rules): a peer whose log starts above the
+// instance asked for answers "use a checkpoint" (LEARN_VALUES with
+// log_start, no entries); the learner then reports Outputs::
+// checkpoint_needed and stops asking on every peer message (its learn ticks
+// still ask, so a lost answer or a failed transfer is asked for again) until
+// the runtime installs a checkpoint (Install) or values arrive.
 #ifndef CHORUS_PAXOS_LEARNER_H_
 #define CHORUS_PAXOS_LEARNER_H_
 
@@ -26,15 +33,29 @@ namespace paxos {
 class Learner {
  public:
   explicit Learner(CoreContext* ctx) : ctx_(ctx) {}
-  void SetRoles(Acceptor* acceptor, Proposer* proposer, Master* master) {
+  void SetRoles(Acceptor* acceptor, Proposer* proposer, Master* master,
+                const LogTrimmer* trimmer) {
     acceptor_ = acceptor;
     proposer_ = proposer;
     master_ = master;
+    trimmer_ = trimmer;
   }
 
+  // Recovery, first: the log starts at `instance` (kLogStartVariable) and
+  // the chain continues from `checksum`.
+  void RestoreStart(uint64_t instance, uint32_t checksum);
   // Recovery, in instance order: `instance` is chosen with `value` and its
-  // stored chained checksum. Returns Corruption if the chain breaks.
+  // stored chained checksum. Returns Corruption if the chain breaks, or the
+  // instance lies below the restored start.
   Status RestoreChosen(uint64_t instance, const std::string& value, uint32_t checksum);
+
+  // The log was trimmed below `instance`: the cache drops those values.
+  void DropCacheBelow(uint64_t instance);
+  // A checkpoint of [0, instance) with chain checksum `checksum` was loaded
+  // (REQUIRES instance > chosen_end()): pending values below it are dropped,
+  // the chosen prefix jumps there, the cache is cleared, pending values from
+  // `instance` on are applied, and catch-up goes on from there.
+  void Install(uint64_t instance, uint32_t checksum);
 
   // Arms the learn timer.
   void Start();
@@ -60,6 +81,8 @@ class Learner {
   void NotePeer(uint64_t peer, uint64_t peer_chosen_end, bool urgent);
 
   uint64_t chosen_end() const { return chosen_end_; }
+  // The chained checksum of chosen_end() - 1 (0 when chosen_end() is 0).
+  uint32_t last_checksum() const { return last_checksum_; }
   bool halted() const { return halted_; }
   bool IsChosen(uint64_t instance) const {
     return instance < chosen_end_ || pending_.count(instance) != 0;
@@ -79,12 +102,17 @@ class Learner {
   void Ask(uint64_t peer, MsgType type);
   void Halt(const Status& s);
   void Cache(uint64_t instance, const std::string& value, uint32_t checksum);
+  // "Use a checkpoint": the LEARN_VALUES answer to a request for `first`,
+  // below the log's start.
+  void AnswerUseCheckpoint(uint64_t peer, uint64_t first);
 
   CoreContext* const ctx_;
   Acceptor* acceptor_ = nullptr;
   Proposer* proposer_ = nullptr;
   Master* master_ = nullptr;
+  const LogTrimmer* trimmer_ = nullptr;
   uint64_t chosen_end_ = 0;
+  bool restored_start_ = false;  // RestoreStart was called (a trimmed log)
   uint32_t last_checksum_ = 0;
   bool halted_ = false;
   std::map<uint64_t, std::string> pending_;
@@ -94,6 +122,9 @@ class Learner {
   bool ask_outstanding_ = false;
   uint64_t last_tick_end_ = 0;
   int stuck_ticks_ = 0;
+  // A peer said "use a checkpoint" and no value came since: ask on learn
+  // ticks only (each answer would report checkpoint_needed again).
+  bool awaiting_checkpoint_ = false;
 };
 
 }  // namespace paxos

@@ -253,6 +253,13 @@ void Master::NoteNoop(uint64_t instance, const std::string& envelope, bool compl
   noop_envelope_ = envelope;
 }
 
+void Master::Skip(uint64_t instance) {
+  if (has_noop_ && noop_instance_ < instance) {
+    has_noop_ = false;
+    if (WantsReady()) proposer_->WantNoop();
+  }
+}
+
 void Master::SendHeartbeat() {
   const CoreOptions& o = ctx_->options();
   const uint64_t seq = ++heartbeat_seq_;

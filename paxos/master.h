@@ -189,6 +189,11 @@ class Master {
   bool OnApplied(uint64_t instance, const std::string& envelope, uint64_t proposer, uint64_t id,
                  uint64_t* token);
 
+  // A checkpoint covers every instance below `instance` (InstallCheckpoint):
+  // a readiness noop placed there has an unknown fate, so it is placed again
+  // (higher up).
+  void Skip(uint64_t instance);
+
   // ---- routing ----
   // The proposer must not run phase 1 or propose fresh values: another node
   // is a live master (or this one just handed its mastership over).

@@ -71,6 +71,17 @@ enum class TestMutation {
   kNoStartupHold,
   // Master: TransferMaster does not drop the old master's lease.
   kTransferKeepsLease,
+  // Log trimming (paxos/trim.h); each one changes behaviour only when the
+  // runtime reports checkpoints (Core::OnCheckpoint: the simulation's
+  // --checkpoints).
+  // Trim: the trim point is computed from chosen_end instead of the
+  // checkpoint's instance (chosen_end - log_keep_instances): the log may
+  // lose instances the newest checkpoint does not cover.
+  kTrimIgnoresCheckpoint,
+  // Trim: the log is trimmed right at the checkpoint's instance, ignoring
+  // log_keep_instances: a peer lagging by less than the margin is told to
+  // use a checkpoint.
+  kTrimIgnoresMargin,
 };
 
 // The largest ballot number ever used: a message carrying a larger one (2^62
@@ -155,6 +166,13 @@ struct CoreOptions {
   // How many recently chosen values stay in memory to serve catch-up and
   // Read(); older ones are read back from the LogStorage. Default 1024.
   size_t chosen_cache_size = 1024;
+  // Log trimming (paxos/trim.h): when the runtime reports a durable
+  // checkpoint at instance S (Core::OnCheckpoint), the log keeps this many
+  // instances below S and drops the rest (a lagging peer within the margin
+  // still catches up from the log instead of fetching a checkpoint). 0: trim
+  // right at the checkpoint. Default 0 (the runtime passes
+  // Options::log_keep_instances). Any value is valid.
+  uint64_t log_keep_instances = 0;
   // Seed of the core's PRNG (backoff jitter, proposal ids). Two starts of the
   // same node must use different seeds (the runtime draws one from the OS;
   // the simulation from its own seed). Default 1.

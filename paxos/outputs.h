@@ -84,8 +84,21 @@ struct CatchupRead {
   uint64_t from = 0;  // this node
 };
 
+// A peer answered a catch-up request "use a checkpoint" (PaxosMsg::
+// log_start): its log starts at log_start, above this node's chosen_end, so
+// the values this node needs are in a checkpoint only. The runtime fetches
+// that peer's newest checkpoint, loads it into every state machine and
+// calls Core::InstallCheckpoint; log catch-up then goes on from there.
+struct CheckpointNeeded {
+  uint64_t peer = 0;       // the node that answered (it holds the checkpoint)
+  uint64_t log_start = 0;  // the first instance its log holds
+};
+
 // The end of a proposal: ok with the instance its value was chosen at, or
-// Stopped when it was cancelled before its value was chosen.
+// Stopped when it was cancelled before its value was chosen, or Stopped
+// "outcome unknown: ..." when a checkpoint install (Core::InstallCheckpoint)
+// skipped the instance its value was in flight at: it may or may not have
+// been chosen there (never re-proposed; report it as indeterminate).
 struct ProposalResult {
   uint64_t token = 0;
   uint64_t instance = 0;  // valid when status.ok()
@@ -144,6 +157,10 @@ struct Outputs {
   // is): `master` is the new view. Report it (Options::on_master_change).
   bool master_changed = false;
   MasterView master;
+  // 3c. Checkpoint catch-up: at most one entry per step. The learner goes on
+  // asking on its learn ticks, so the same need is reported again while a
+  // transfer runs: the runtime ignores repeats (one transfer at a time).
+  std::vector<CheckpointNeeded> checkpoint_needed;
   // 4. Timers.
   std::vector<TimerStart> timers;
   std::vector<TimerId> cancel_timers;

@@ -470,6 +470,27 @@ void Proposer::Yield() {
   }
 }
 
+void Proposer::Skip(uint64_t instance) {
+  for (auto it = slots_.begin(); it != slots_.end() && it->first < instance;) {
+    const Slot& slot = it->second;
+    if (slot.has_own && !slot.own.forwarded) {
+      ctx_->out()->finished.push_back(
+          {slot.own.token, 0,
+           Status::Stopped("outcome unknown: instance " + std::to_string(it->first) +
+                           " was decided while this node was behind (a checkpoint covers it)")});
+    }
+    it = slots_.erase(it);
+  }
+  adopted_.erase(adopted_.begin(), adopted_.lower_bound(instance));
+  chosen_reported_.erase(chosen_reported_.begin(), chosen_reported_.lower_bound(instance));
+  for (auto& kv : behind_) {
+    auto& set = kv.second.instances;
+    set.erase(set.begin(), set.lower_bound(instance));
+  }
+  next_instance_ = std::max(next_instance_, instance);
+  if (accept_timer_armed_ && !HasUnchosenSlot()) ArmAcceptTimer();
+}
+
 void Proposer::Unstick() {
   unstick_ = true;
   if (phase_ == Phase::kIdle || phase_ == Phase::kPrepared) GoBackoff();

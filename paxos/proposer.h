@@ -77,6 +77,12 @@ class Proposer {
 
   // The learner is stuck behind a gap: run phase 1 to fill it.
   void Unstick();
+  // A checkpoint covers every instance below `instance` (InstallCheckpoint):
+  // this node's own proposals in flight there end with Stopped "outcome
+  // unknown" (never re-proposed: they may have been chosen), forwarded ones
+  // proposed for another node are dropped (their origin's deadline ends
+  // them), and the slots and phase 1 results below it are forgotten.
+  void Skip(uint64_t instance);
 
   // Master election (master.h).
   // Run phase 1 now, even with nothing queued (unless already preparing).

@@ -44,6 +44,7 @@ void Round::Add(Outputs* step) {
   AppendAll(&merged_.chosen, &step->chosen);
   AppendAll(&merged_.finished, &step->finished);
   AppendAll(&merged_.barriers, &step->barriers);
+  AppendAll(&merged_.checkpoint_needed, &step->checkpoint_needed);
   if (step->master_changed) {
     merged_.master_changed = true;
     merged_.master = step->master;
@@ -72,7 +73,8 @@ bool Round::empty() const {
   const Outputs& m = merged_;
   return records_.empty() && variables_.empty() && m.persist.delete_below == 0 &&
          m.messages.empty() && m.catchup_reads.empty() && m.chosen.empty() &&
-         m.finished.empty() && m.barriers.empty() && !m.master_changed && m.timers.empty() && m.cancel_timers.empty() && m.errors.empty();
+         m.finished.empty() && m.barriers.empty() && m.checkpoint_needed.empty() &&
+         !m.master_changed && m.timers.empty() && m.cancel_timers.empty() && m.errors.empty();
 }
 
 void Round::Take(Outputs* round) {

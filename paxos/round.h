@@ -34,6 +34,9 @@
 //   finished             appended in step order           after their chosen values
 //   barriers             appended in step order           after the chosen values
 //                                                         their instance covers
+//   checkpoint_needed    appended in step order           the runtime ignores
+//                                                         repeats while a transfer
+//                                                         runs
 //   master_changed,      OR; the latest changed step's    the view after the round
 //   master               view                             is the last one reported
 //   errors               appended in step order           reports only
@@ -76,7 +79,8 @@ class Round {
 
   // True when executing the round would do nothing: no persist (records,
   // variables, trim), messages, catch-up reads, chosen values, finished
-  // proposals, barriers, master change, timers, cancels or errors. A round of steps that all produced nothing is empty.
+  // proposals, barriers, checkpoint needs, master change, timers, cancels or
+  // errors. A round of steps that all produced nothing is empty.
   bool empty() const;
 
   // The number of steps added since the round began (empty ones included).
