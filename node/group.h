@@ -33,7 +33,6 @@
 #include "chorus/transport.h"
 #include "node/admission.h"
 #include "node/catchup_reader.h"
-#include "node/checkpoint_transfer.h"
 #include "node/event_queue.h"
 #include "node/group_master.h"
 #include "node/group_timers.h"
@@ -59,12 +58,6 @@ struct GroupEnv {
   // (Outputs::catchup_reads) off the loop. The Group hands it its log: the
   // reader must be stopped before the Group is destroyed.
   CatchupReader* catchup_reader = nullptr;
-  // ---- checkpoint transfer (B2) ----
-  // The node's checkpoint transfer: the group registers its store with it
-  // (Open) and asks it for a checkpoint on Outputs::checkpoint_needed.
-  // nullptr: none (the group never catches up by checkpoint).
-  CheckpointTransfer* checkpoint_transfer = nullptr;
-  // ---- end checkpoint transfer (B2) ----
 };
 
 class Group {
