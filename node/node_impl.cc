@@ -120,7 +120,6 @@ Status NodeImpl::Init() {
   env.notifier_pool = NotifierPool::Default();
   env.logger = &logger_;
   env.catchup_reader = catchup_reader_.get();
-  env.checkpoint_transfer = checkpoint_transfer_.get();  // checkpoint transfer (B2)
 
   std::vector<std::vector<StateMachine*>> machines(options_.group_count);
   for (const auto& [group, sm] : options_.state_machines) machines[group].push_back(sm);
