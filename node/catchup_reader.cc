@@ -75,9 +75,11 @@ void CatchupReader::Serve(const Job& job) {
     CHORUS_LOG(logger_, kWarning, "group %u: serving catch-up to node %llu: %s", job.group,
                static_cast<unsigned long long>(job.read.peer), s.ToString().c_str());
   }
-  // Nothing to send (the log is trimmed at the first instance asked for):
-  // as when the core itself had nothing; the asker's learn tick asks again.
-  if (reply.entries == 0) return;
+  // Nothing to send (a bad first record): as when the core itself had
+  // nothing; the asker's learn tick asks again. A "use a checkpoint" answer
+  // (the log was trimmed past the first instance asked for) has no entries
+  // but bytes: it is sent.
+  if (reply.bytes.empty()) return;
   // The envelope Group::SendMessage puts on every message: the group index.
   std::string frame;
   frame.reserve(4 + reply.bytes.size());

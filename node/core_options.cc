@@ -33,6 +33,7 @@ paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
   c.election_jitter_ms = static_cast<uint64_t>(std::max(o.election_jitter_ms, 0));
   c.max_clock_drift_ppm = static_cast<uint64_t>(std::max(o.max_clock_drift_ppm, 0));
   c.forward_to_master = o.forward_to_master;
+  c.log_keep_instances = o.log_keep_instances;
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "chorus/status.h"
 #include "paxos/outputs.h"
 
 namespace chorus {
@@ -28,6 +29,8 @@ struct Event {
     kReadBarrier,   // call: a ReadBarrier caller
     kTransfer,      // call, token = target (0: step down): TransferMaster / StepDown
     kBarrierDeadline,  // token: a read barrier's deadline passed
+    kCheckpointDone,   // token: instance, status: a checkpoint this group made is stored (or failed)
+    kLoadCheckpoint,   // token: instance: load that stored checkpoint (one received from a peer)
   };
   Kind kind = Kind::kMessage;
   std::shared_ptr<ProposalRequest> request;
@@ -36,6 +39,7 @@ struct Event {
   uint64_t from = 0;  // kMessage: the sender the transport verified
   paxos::TimerId timer;
   uint64_t token = 0;
+  Status status;  // kCheckpointDone
   // Set on events posted by a GroupTimers timer: the loop hands it back to
   // GroupTimers::OnFired so the timer's bookkeeping is freed.
   uint64_t timer_seq = 0;

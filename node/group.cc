@@ -12,10 +12,6 @@ namespace chorus {
 
 namespace {
 
-// A proposer that the loop has not answered by its deadline plus this much
-// gives up on its own (the loop is stuck, e.g. on a hung disk).
-constexpr auto kAnswerGrace = std::chrono::seconds(2);
-
 // The loop executes a round after at most this many events, so that a flood
 // of messages cannot delay the fsync (and the answers) without bound.
 constexpr size_t kMaxEventsPerRound = 512;
@@ -42,6 +38,9 @@ Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> lo
       timers_(std::make_unique<GroupTimers>(env.runtime, queue_)),
       master_(env.options, index, timers_.get()) {
   for (StateMachine* sm : state_machines) state_machines_[sm->id()] = sm;
+  checkpoint_ = std::make_unique<GroupCheckpoint>(env.options, index, env.logger,
+                                                  env.checkpoint_worker, env.request_checkpoint,
+                                                  queue_, &state_machines_, &checkpoints_);
   for (const NodeInfo& n : env.options->nodes) {
     if (n.id() != env.options->self.id()) peers_.push_back(n.id());
   }
@@ -56,40 +55,25 @@ Group::~Group() {
 Status Group::Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
                    std::vector<StateMachine*> state_machines, std::unique_ptr<Group>* out) {
   std::unique_ptr<Group> group(new Group(env, index, std::move(log), std::move(state_machines)));
+  Status s = group->checkpoint_->OpenStore();
+  if (!s.ok()) return s;
   paxos::CoreOptions core_options = MakeCoreOptions(*env.options, index);
   core_options.seed = env.runtime->CoreSeed(index);
-  Status s = paxos::Core::Open(core_options, group->log_.get(), &group->core_);
+  s = paxos::Core::Open(core_options, group->log_.get(), &group->core_);
   if (!s.ok()) return s.Annotate("group " + std::to_string(index));
   Group* g = group.get();
   g->admission_ = std::make_unique<Admission>(env.options, index, env.runtime, g->timers_.get(),
                                               g->core_.get(),
                                               [g](paxos::Outputs* step) { g->Merge(step); });
-  s = group->Replay();
+  paxos::Outputs restored;
+  s = g->checkpoint_->Restore(g->core_.get(), g->log_.get(), &restored);
   if (!s.ok()) return s;
+  g->round_.Add(&restored);  // executed by the loop's first round
+  s = g->checkpoint_->Replay(g->core_.get(), [g](const paxos::ChosenValue& c) { g->Apply(c); });
+  if (!s.ok()) return s;
+  g->next_execute_.store(g->core_->chosen_end(), std::memory_order_release);
+  g->log_start_.store(g->core_->log_start(), std::memory_order_release);
   *out = std::move(group);
-  return Status::OK();
-}
-
-Status Group::Replay() {
-  // Values below each state machine's checkpoint are already reflected in
-  // its state; the rest of the chosen prefix is executed again, in order.
-  const uint64_t end = core_->chosen_end();
-  uint64_t from = end;
-  for (const auto& [id, sm] : state_machines_) {
-    checkpoints_[id] = sm->GetCheckpointInstanceId(index_);
-    from = std::min(from, checkpoints_[id]);
-  }
-  for (uint64_t i = from; i < end; ++i) {
-    paxos::ChosenValue chosen;
-    Status s = core_->ReadChosen(i, &chosen);
-    if (!s.ok()) {
-      return Status::Corruption("group " + std::to_string(index_) + ": cannot replay instance " +
-                                std::to_string(i) + " into the state machines: " + s.ToString());
-    }
-    chosen.ours = false;
-    Apply(chosen);
-  }
-  next_execute_.store(end, std::memory_order_release);
   return Status::OK();
 }
 
@@ -139,9 +123,11 @@ Status Group::health() const {
   return health_;
 }
 
-uint64_t Group::min_chosen_instance_id() const {
-  uint64_t id = 0;
-  return log_->GetMinInstanceId(&id).ok() ? id : 0;
+void Group::PostLoadCheckpoint(uint64_t instance) {
+  Event event;
+  event.kind = Event::Kind::kLoadCheckpoint;
+  event.token = instance;
+  queue_->Push(std::move(event));  // dropped once stopped
 }
 
 void Group::PostMessage(uint64_t from, std::string bytes) {
@@ -323,6 +309,14 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
     case Event::Kind::kBarrierDeadline:
       master_.OnBarrierDeadline(event->token);
       break;
+    case Event::Kind::kCheckpointDone:
+      checkpoint_->OnMade(core_.get(), event->token, event->status, step);
+      break;
+    case Event::Kind::kLoadCheckpoint:
+      if (const uint64_t next = checkpoint_->OnLoad(core_.get(), event->token, step)) {
+        next_execute_.store(next, std::memory_order_release);
+      }
+      break;
   }
 }
 
@@ -375,6 +369,13 @@ void Group::ExecuteRound() {
     master_.OnBarrierResult(b.token, b.instance, b.status, executed);
   }
   if (!round.chosen.empty()) master_.OnExecuted(executed);
+  // 3c. Checkpoints: serve the core's checkpoint_needed, make one when due.
+  paxos::Outputs after;
+  if (const uint64_t next =
+          checkpoint_->AfterRound(core_.get(), round.checkpoint_needed, executed, &after)) {
+    next_execute_.store(next, std::memory_order_release);
+  }
+  Merge(&after);  // (the next round's)
   // 4. Timers.
   for (const paxos::TimerId& t : round.cancel_timers) timers_->CancelCore(t);
   for (const paxos::TimerStart& t : round.timers) timers_->StartCore(t);
@@ -382,88 +383,11 @@ void Group::ExecuteRound() {
     Halt(Status::Corruption("group " + std::to_string(index_) +
                             " halted: the paxos log disagrees with a peer's (checksum mismatch)"));
   }
+  log_start_.store(core_->log_start(), std::memory_order_release);
   UpdateMaster();
   // Transfers whose hand-over this round sent; answered after the snapshot,
   // so that their callers see this node as master no more.
   master_.AnswerSent();
-}
-
-void Group::UpdateMaster() {
-  if (!env_.options->master_election) return;
-  const paxos::MasterView view = core_->master();
-  MasterSnapshot m;
-  m.node = view.node;
-  m.epoch_number = view.epoch.number;
-  m.epoch_node = view.epoch.node_id;
-  m.self_ready = view.node == env_.options->self.id() && view.self_ready;
-  m.holds_lease = m.self_ready && core_->HoldsLease();
-  // On the master, its own chosen end is the master's.
-  m.master_chosen_end = m.self_ready ? core_->chosen_end() : view.master_chosen_end;
-  if (m.node == 0) m.master_chosen_end = 0;
-  master_.Update(m);
-}
-
-Status Group::Call(Event event, int timeout_ms, uint64_t* instance) {
-  if (stopped_.load(std::memory_order_acquire)) return Status::Stopped("the node is stopping");
-  if (std::this_thread::get_id() == loop_thread_id_.load(std::memory_order_acquire)) {
-    return Status::InvalidArgument("called from inside Execute (or on_master_change) of group " +
-                                   std::to_string(index_) + ": it would wait for itself");
-  }
-  auto call = std::make_shared<CallWaiter>();
-  Status s = env_.notifier_pool->Get(&call->notifier);
-  if (!s.ok()) return s;
-  call->ticket = call->notifier->Prepare();
-  event.call = call;
-  if (!queue_->Push(std::move(event))) return Status::Stopped("the node is stopping");
-  int ignored = 0;
-  const auto limit = std::chrono::milliseconds(timeout_ms) + kAnswerGrace;
-  s = call->notifier->WaitFor(
-      std::chrono::duration_cast<std::chrono::microseconds>(limit).count(), &ignored);
-  if (s.IsTimeout()) {
-    // The loop is stuck: it answers a stale ticket later, and nobody reads it.
-    return Status::Timeout("no answer from group " + std::to_string(index_) + " in time");
-  }
-  if (!s.ok()) return s;
-  if (instance != nullptr) *instance = call->instance;
-  return call->status;
-}
-
-Status Group::ReadBarrier(uint64_t* instance) {
-  if (instance != nullptr) *instance = 0;
-  Event event;
-  event.kind = Event::Kind::kReadBarrier;
-  return Call(std::move(event), env_.options->propose_timeout_ms, instance);
-}
-
-Status Group::TransferMaster(uint64_t target) {
-  Event event;
-  event.kind = Event::Kind::kTransfer;
-  event.token = target;
-  Status s = Call(std::move(event), env_.options->propose_timeout_ms, nullptr);
-  return master_.WithMasterAddress(s);
-}
-
-void Group::HandleReadBarrier(const std::shared_ptr<CallWaiter>& call, paxos::Outputs* step) {
-  if (!halted_.ok()) {
-    AnswerCall(call.get(), halted_);
-    return;
-  }
-  const uint64_t token = master_.AddBarrier(call, env_.options->propose_timeout_ms);
-  core_->ReadBarrier(token, step);  // the answer comes as step->barriers, now or later
-}
-
-void Group::HandleTransfer(const std::shared_ptr<CallWaiter>& call, uint64_t target,
-                           paxos::Outputs* step) {
-  if (!halted_.ok()) {
-    AnswerCall(call.get(), halted_);
-    return;
-  }
-  Status s = core_->TransferMaster(target, step);
-  if (!s.ok()) {
-    AnswerCall(call.get(), s);
-    return;
-  }
-  master_.AddSentWaiter(call);  // answered once this round's sends went out
 }
 
 void Group::SendMessage(uint64_t to, const std::string& bytes) {
@@ -536,6 +460,7 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
       sm->ExecuteNoop(index_, chosen.instance);
     }
   }
+  checkpoint_->OnApplied(chosen.instance, chosen.value.size());
   next_execute_.store(chosen.instance + 1, std::memory_order_release);
 }
 
@@ -562,6 +487,7 @@ void Group::Halt(const Status& why) {
   }
   admission_->FailAll(why);
   master_.FailAll(why);
+  checkpoint_->Halt();
 }
 
 }  // namespace chorus

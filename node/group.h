@@ -19,6 +19,7 @@
 #define CHORUS_NODE_GROUP_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -33,7 +34,10 @@
 #include "chorus/transport.h"
 #include "node/admission.h"
 #include "node/catchup_reader.h"
+#include "node/checkpoint_store.h"
+#include "node/checkpoint_worker.h"
 #include "node/event_queue.h"
+#include "node/group_checkpoint.h"
 #include "node/group_master.h"
 #include "node/group_timers.h"
 #include "node/proposal.h"
@@ -58,12 +62,21 @@ struct GroupEnv {
   // (Outputs::catchup_reads) off the loop. The Group hands it its log: the
   // reader must be stopped before the Group is destroyed.
   CatchupReader* catchup_reader = nullptr;
+  // Runs the checkpoint writers and commits off the loop (GroupCheckpoint).
+  // nullptr: the group makes no checkpoints (it still loads stored ones).
+  // Stopped before the Group is destroyed.
+  CheckpointWorker* checkpoint_worker = nullptr;
+  // Fetches a checkpoint from a peer (Outputs::checkpoint_needed), called on
+  // the loop; the transfer (lane B2) sets it. Empty: none.
+  CheckpointRequestHook request_checkpoint;
 };
 
 class Group {
  public:
-  // Opens the core on `log` (recovering its state) and replays the chosen
-  // values the state machines still need. Does not start the loop.
+  // Opens the group's checkpoint store, the core on `log` (recovering its
+  // state), loads the newest stored checkpoint into the state machines that
+  // are behind it and replays the chosen values they still need
+  // (group_checkpoint.h). Does not start the loop.
   static Status Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
                      std::vector<StateMachine*> state_machines, std::unique_ptr<Group>* group);
   ~Group();
@@ -100,7 +113,24 @@ class Group {
   MasterSnapshot master() const { return master_.snapshot(); }
   // NotMaster with the master's address, for a NotMaster of the core.
   Status WithMasterAddress(const Status& s) const { return master_.WithMasterAddress(s); }
-  uint64_t min_chosen_instance_id() const;
+  // The first instance the log holds (Core::log_start as of the loop's
+  // latest round; Node::GetMinChosenInstanceId).
+  uint64_t min_chosen_instance_id() const { return log_start_.load(std::memory_order_acquire); }
+
+  // ---- Checkpoints (thread-safe) ----
+  // The group's store, nullptr when checkpoints are off (for the transfer).
+  CheckpointStore* checkpoint_store() const { return checkpoint_->store(); }
+  // A checkpoint received from a peer is committed to the store as
+  // `instance`: the loop loads it into every state machine and installs it
+  // into the core (kLoadCheckpoint). Ignored when stale or stopped.
+  void PostLoadCheckpoint(uint64_t instance);
+  // The newest stored checkpoint's instance (0: none), and the checkpoints
+  // made and loaded (from a peer) since Open.
+  uint64_t checkpoint_instance() const { return checkpoint_->checkpoint_instance(); }
+  uint64_t checkpoints_made() const { return checkpoint_->made(); }
+  uint64_t checkpoints_loaded() const { return checkpoint_->loaded(); }
+  // Whether a checkpoint is being written right now (for tests).
+  bool checkpoint_in_progress() const { return checkpoint_->making(); }
   // The core's counters. Loop thread only, or once Stop() returned.
   const paxos::CoreStats& core_stats() const { return core_->stats(); }
   // OK while the group works; the reason once it halted (IOError: a log
@@ -118,11 +148,15 @@ class Group {
   size_t batch_pending() { return batch_.pending_count(); }
 
  private:
+  // A caller (Propose, ReadBarrier, TransferMaster) that the loop has not
+  // answered by its deadline plus this much gives up on its own (the loop
+  // is stuck, e.g. on a hung disk).
+  static constexpr std::chrono::seconds kAnswerGrace{2};
+
   Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
         std::vector<StateMachine*> state_machines);
 
   Status ResolveStateMachine(const ExecuteContext* ctx, int* id) const;
-  Status Replay();
   void Loop();
   void HandleEvent(Event* event, paxos::Outputs* step);
   // Executes the current round, then rounds of what the executed ones
@@ -155,8 +189,10 @@ class Group {
   std::unique_ptr<paxos::Core> core_;
   // id -> state machine of this group. Read-only after construction.
   std::map<int, StateMachine*> state_machines_;
-  // id -> GetCheckpointInstanceId() at Open: the state machine already
-  // reflects every instance below it, so Apply skips those. Set by Replay.
+  // id -> the first instance Apply executes on that state machine: it
+  // already reflects every instance below (its own checkpoint, or one chorus
+  // loaded into it). Set by GroupCheckpoint::Restore in Open, raised by a
+  // load on the loop; loop thread only afterwards.
   std::map<int, uint64_t> checkpoints_;
   std::vector<uint64_t> peers_;  // every member but self; read-only
   // Proposal ids (ExecuteContext::proposal_id): MixBits(base + seq), from
@@ -173,6 +209,8 @@ class Group {
   std::atomic<uint64_t> dropped_messages_{0};  // inbound queue full
   // The next instance the state machines execute (written by the loop).
   std::atomic<uint64_t> next_execute_{0};
+  // Core::log_start() as of the latest round (written by the loop).
+  std::atomic<uint64_t> log_start_{0};
   // The loop thread, so that Propose from inside Execute is refused instead
   // of waiting for itself.
   std::atomic<std::thread::id> loop_thread_id_{};
@@ -187,6 +225,9 @@ class Group {
   GroupMaster master_;
   // Which proposals are in the core, which wait; made by Open once the core exists.
   std::unique_ptr<Admission> admission_;
+  // Making, trimming behind and loading checkpoints (its accessors are
+  // thread-safe, the rest loop only). Made by the constructor.
+  std::unique_ptr<GroupCheckpoint> checkpoint_;
   // Non-ok once the group halted (log write failed, checksum mismatch): it
   // then answers every proposal with this and feeds nothing to the core.
   Status halted_;

@@ -287,6 +287,7 @@ Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& op
   leveldb::Options lo;
   lo.create_if_missing = !has_db;
   lo.paranoid_checks = true;
+  if (options.write_buffer_bytes > 0) lo.write_buffer_size = options.write_buffer_bytes;
   std::unique_ptr<leveldb::Cache> cache;
   if (options.block_cache_bytes > 0) {
     cache.reset(leveldb::NewLRUCache(options.block_cache_bytes));

@@ -99,6 +99,10 @@ Status NodeImpl::Init() {
       transport_, &logger_, 2 * peers * static_cast<size_t>(options_.group_count));
   Status started = catchup_reader_->Start();
   if (!started.ok()) return started;
+  // Each group has at most one checkpoint in progress.
+  checkpoint_worker_ = std::make_unique<CheckpointWorker>(static_cast<size_t>(options_.group_count));
+  started = checkpoint_worker_->Start();
+  if (!started.ok()) return started;
 
   // ---- checkpoint transfer (B2) ----
   CheckpointTransferOptions cto;
@@ -120,6 +124,13 @@ Status NodeImpl::Init() {
   env.notifier_pool = NotifierPool::Default();
   env.logger = &logger_;
   env.catchup_reader = catchup_reader_.get();
+  env.checkpoint_worker = checkpoint_worker_.get();
+  // ---- checkpoint transfer (B2) ----
+  CheckpointTransfer* transfer = checkpoint_transfer_.get();
+  env.request_checkpoint = [transfer](uint32_t group, uint64_t peer, uint64_t above) {
+    transfer->Request(group, peer, above);
+  };
+  // ---- end checkpoint transfer (B2) ----
 
   std::vector<std::vector<StateMachine*>> machines(options_.group_count);
   for (const auto& [group, sm] : options_.state_machines) machines[group].push_back(sm);
@@ -130,6 +141,15 @@ Status NodeImpl::Init() {
     std::unique_ptr<Group> group;
     s = Group::Open(env, static_cast<uint32_t>(g), std::move(log), machines[g], &group);
     if (!s.ok()) return s;
+    // ---- checkpoint transfer (B2): serve from and receive into its store ----
+    if (CheckpointStore* store = group->checkpoint_store()) {
+      Group* raw = group.get();  // outlives the transfer's threads (Stop order)
+      checkpoint_transfer_->AddGroup(static_cast<uint32_t>(g), store,
+                                     [raw](const CheckpointManifest& m) {
+                                       raw->PostLoadCheckpoint(m.instance);
+                                     });
+    }
+    // ---- end checkpoint transfer (B2) ----
     groups_.push_back(std::move(group));
   }
   for (auto& group : groups_) {
@@ -232,6 +252,10 @@ Status NodeImpl::GetGroupStatus(uint32_t group, GroupStatus* status) const {
   out.master_node = m.node;
   out.master_chosen_end = m.master_chosen_end;
   out.caught_up = m.node != 0 && out.executed >= m.master_chosen_end;
+  out.checkpoint_instance = g->checkpoint_instance();
+  out.log_start = g->min_chosen_instance_id();
+  out.checkpoints_made = g->checkpoints_made();
+  out.checkpoints_loaded = g->checkpoints_loaded();
   // ---- checkpoint transfer (B2) ----
   const CheckpointTransferProgress p = checkpoint_transfer_->Progress(group);
   out.transfer_instance = p.instance;
@@ -335,6 +359,9 @@ void NodeImpl::Stop() {
   for (auto& group : groups_) group->Stop();
   // No loop hands it reads any more; once it returns, no log is read.
   if (catchup_reader_ != nullptr) catchup_reader_->Stop();
+  // No loop submits checkpoints any more; once it returns, no checkpoint
+  // writer runs and no store is written.
+  if (checkpoint_worker_ != nullptr) checkpoint_worker_->Stop();
 }
 
 }  // namespace chorus

@@ -12,6 +12,7 @@
 
 #include "chorus/node.h"
 #include "node/catchup_reader.h"
+#include "node/checkpoint_worker.h"
 #include "node/checkpoint_transfer.h"
 #include "node/group.h"
 #include "node/runtime_env.h"
@@ -95,6 +96,9 @@ class NodeImpl : public Node {
   // Reads the groups' logs for lagging peers (after own_transport_, which it
   // sends through; Stop() stops it before the groups and their logs go).
   std::unique_ptr<CatchupReader> catchup_reader_;
+  // Writes and commits the groups' checkpoints off their loops (stopped by
+  // Stop() after the groups, before they are freed).
+  std::unique_ptr<CheckpointWorker> checkpoint_worker_;
   // ---- checkpoint transfer (B2) ----
   // Catch-up by checkpoint for every group: sends through transport_,
   // fetches into and serves from the groups' stores (the groups register in

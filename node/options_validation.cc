@@ -61,6 +61,47 @@ Status ValidateMasterOptions(const Options& o) {
   }
   return Status::OK();
 }
+// `path` without trailing slashes ("/" stays).
+std::string Trimmed(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// Checkpoints and trimming (Options checkpoint_*, log_keep_*).
+Status ValidateCheckpointOptions(const Options& o) {
+  constexpr uint32_t kMinChunk = 4096;
+  if (o.checkpoint_chunk_bytes < kMinChunk || o.checkpoint_chunk_bytes > o.max_frame_bytes / 2) {
+    return Invalid("checkpoint_chunk_bytes must be in [" + std::to_string(kMinChunk) +
+                   ", max_frame_bytes / 2 = " + std::to_string(o.max_frame_bytes / 2) + "], got " +
+                   std::to_string(o.checkpoint_chunk_bytes));
+  }
+  if (o.checkpoint_send_bytes_per_sec != 0 && o.checkpoint_send_bytes_per_sec < kMinChunk) {
+    return Invalid("checkpoint_send_bytes_per_sec must be 0 (unlimited) or at least " +
+                   std::to_string(kMinChunk) + ", got " +
+                   std::to_string(o.checkpoint_send_bytes_per_sec));
+  }
+  // Instance ids stay far below 2^62 (paxos::kMaxInstanceId); a margin or
+  // interval beyond that is a unit mistake, not a setting.
+  constexpr uint64_t kMaxInstances = uint64_t{1} << 48;
+  if (o.checkpoint_interval_instances > kMaxInstances) {
+    return Invalid("checkpoint_interval_instances must be at most 2^48, got " +
+                   std::to_string(o.checkpoint_interval_instances));
+  }
+  if (o.log_keep_instances > kMaxInstances) {
+    return Invalid("log_keep_instances must be at most 2^48, got " +
+                   std::to_string(o.log_keep_instances));
+  }
+  // The logs live in data_dir/g<group>, the checkpoints in
+  // checkpoint_dir/g<group>: one directory for both would mix them.
+  if (!o.checkpoint_dir.empty() && !o.data_dir.empty() &&
+      Trimmed(o.checkpoint_dir) == Trimmed(o.data_dir)) {
+    return Invalid("checkpoint_dir '" + o.checkpoint_dir +
+                   "' is data_dir: give the checkpoints a directory of their own (default: "
+                   "data_dir/checkpoints)");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status ValidateNodeOptions(const Options& o) {
@@ -100,6 +141,7 @@ Status ValidateNodeOptions(const Options& o) {
                    std::to_string(o.batch_delay_ms));
   }
   if (!(s = ValidateMasterOptions(o)).ok()) return s;
+  if (!(s = ValidateCheckpointOptions(o)).ok()) return s;
   if (o.max_inbound_queue_bytes < o.max_frame_bytes) {
     return Invalid("max_inbound_queue_bytes (" + std::to_string(o.max_inbound_queue_bytes) +
                    ") must be at least max_frame_bytes (" + std::to_string(o.max_frame_bytes) + ")");

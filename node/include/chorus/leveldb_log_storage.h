@@ -36,6 +36,10 @@ struct LevelDbLogOptions {
   bool create_if_missing = false;
   // leveldb block cache size in bytes (0: leveldb's default of 8 MiB).
   size_t block_cache_bytes = 0;
+  // leveldb write buffer (memtable) size in bytes (0: leveldb's default of
+  // 4 MiB). The log's size on disk, once trimmed, is about this plus the
+  // live records (a test that watches the size under trimming lowers it).
+  size_t write_buffer_bytes = 0;
   // Receives a line when opening repaired something (a torn tail cut off
   // leveldb's write-ahead log). Default (empty): the line is dropped.
   std::function<void(const std::string& line)> warning_log;

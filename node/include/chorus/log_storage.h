@@ -18,8 +18,7 @@
 // threads. The group's loop thread makes every Write; reads come from the
 // thread that opens the node (recovery, replay), from the loop, and, while
 // the loop writes, from the node's catch-up reader thread (the records a
-// lagging peer asks for) and from the application's threads
-// (Node::GetMinChosenInstanceId calls GetMinInstanceId).
+// lagging peer asks for).
 
 #ifndef CHORUS_LOG_STORAGE_H_
 #define CHORUS_LOG_STORAGE_H_

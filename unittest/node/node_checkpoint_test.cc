@@ -1,0 +1,476 @@
+// Checkpoints in a real 3-node cluster in one process (loopback TCP): they
+// are made at the interval and the log is trimmed behind them while its
+// size stays flat; a restart loads the newest one and replays only the log
+// after it; several state machines; one without checkpoint support (never
+// trimmed); failing PrepareCheckpoint / Write (retried); a checkpoint dir
+// lost under a trimmed log (a clear error); a stored checkpoint loaded
+// into a running node that fell behind every log; the options' checks.
+// Tests wait for states (counters), never for a time.
+#include <sys/stat.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "chorus/leveldb_log_storage.h"
+#include "chorus/node.h"
+#include "node/checkpoint_store.h"
+#include "node/fs_util.h"
+#include "node/node_impl.h"
+#include "node/options_validation.h"
+#include "unittest/node/checkpoint_machine.h"
+#include "unittest/support/test_util.h"
+
+namespace chorus {
+namespace {
+
+using testing::CheckpointMachine;
+using testing::FreePort;
+using testing::TempDir;
+using testing::WaitUntil;
+
+Group* GroupOf(Node* node) { return static_cast<NodeImpl*>(node)->group_for_testing(0); }
+
+// Bytes of the regular files under `dir`.
+uint64_t DirBytes(const std::string& dir) {
+  std::vector<std::string> files;
+  if (!ListFilesRecursive(dir, &files, nullptr).ok()) return 0;
+  uint64_t total = 0;
+  for (const std::string& f : files) {
+    struct stat st;
+    if (stat((dir + "/" + f).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+class CkCluster {
+ public:
+  static constexpr int kNodes = 3;
+  explicit CkCluster(int machines_per_node = 1) {
+    for (int i = 0; i < kNodes; ++i) nodes_.push_back(NodeInfo{"127.0.0.1", FreePort()});
+    for (int i = 0; i < kNodes; ++i) {
+      machines_.emplace_back();
+      for (int m = 0; m < machines_per_node; ++m) {
+        machines_[i].push_back(std::make_unique<CheckpointMachine>(m + 1));
+      }
+    }
+    running_.resize(kNodes);
+    started_.resize(kNodes, false);
+    logs_.resize(kNodes, nullptr);
+  }
+  ~CkCluster() {
+    for (auto& n : running_) n.reset();
+  }
+
+  uint64_t interval = 40;
+  uint64_t keep = 10;
+  // leveldb memtable of each log: small, so that the size on disk follows
+  // the live records in a short test.
+  size_t write_buffer_bytes = 64 << 10;
+
+  std::string data_dir(int i) const { return dir_.path() + "/n" + std::to_string(i); }
+  Options OptionsFor(int i) {
+    Options o;
+    o.self = nodes_[i];
+    o.nodes = nodes_;
+    o.cluster_id = 31;
+    o.data_dir = data_dir(i);
+    o.create_if_missing = !started_[i];
+    for (auto& m : machines_[i]) o.state_machines.push_back({0, m.get()});
+    o.prepare_timeout_ms = 100;
+    o.accept_timeout_ms = 100;
+    o.learn_interval_ms = 100;
+    o.propose_timeout_ms = 20000;
+    o.checkpoint_interval_instances = interval;
+    o.log_keep_instances = keep;
+    o.log_level = LogLevel::kNone;
+    // The default leveldb log, with a small memtable; the test keeps a
+    // pointer to read its bounds (LogStorage reads are thread-safe).
+    LogStorage** slot = &logs_[i];
+    const size_t buffer = write_buffer_bytes;
+    const uint64_t self = nodes_[i].id();
+    const bool create = o.create_if_missing;
+    const std::string dir = o.data_dir;
+    o.log_storage_factory = [slot, buffer, self, create, dir](uint32_t g,
+                                                            std::unique_ptr<LogStorage>* out) {
+      LevelDbLogOptions lo;
+      lo.cluster_id = 31;
+      lo.group = g;
+      lo.node_id = self;
+      lo.create_if_missing = create;
+      lo.write_buffer_bytes = buffer;
+      Status s = OpenLevelDbLogStorage(dir + "/g" + std::to_string(g), lo, out);
+      if (s.ok()) *slot = out->get();
+      return s;
+    };
+    return o;
+  }
+  Status Start(int i) {
+    Options o = OptionsFor(i);
+    started_[i] = true;
+    return Node::Open(o, &running_[i]);
+  }
+  void StartAll() {
+    for (int i = 0; i < kNodes; ++i) ASSERT_TRUE(Start(i).ok());
+  }
+  void Stop(int i) {
+    running_[i].reset();
+    logs_[i] = nullptr;
+  }
+  Node* node(int i) { return running_[i].get(); }
+  CheckpointMachine* machine(int i, int m = 0) { return machines_[i][m].get(); }
+  // Records the log of node i holds now (max - min + 1; 0 when empty).
+  uint64_t Records(int i) {
+    uint64_t lo = 0, hi = 0;
+    if (logs_[i] == nullptr || !logs_[i]->GetMinInstanceId(&lo).ok() ||
+        !logs_[i]->GetMaxInstanceId(&hi).ok()) {
+      return 0;
+    }
+    return hi - lo + 1;
+  }
+
+  // Proposes `n` values of `bytes` bytes from node `from` on 4 threads, to
+  // state machine `sm` (0: the only one).
+  void ProposeMany(int from, int n, size_t bytes = 16, int sm = 0) {
+    std::atomic<int> next{0};
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int k = next++; k < n; k = next++) {
+          std::string v = "v" + std::to_string(k) + "-" + std::to_string(value_seq_ + k);
+          v.resize(std::max(bytes, v.size()), 'x');
+          uint64_t instance = 0;
+          ExecuteContext ctx;
+          ctx.state_machine_id = sm;
+          if (!node(from)->Propose(0, v, &instance, &ctx).ok()) ++failures;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    value_seq_ += n;
+    EXPECT_EQ(failures.load(), 0);
+  }
+
+  // Every running node in `members` executed the same instances with the same state.
+  bool Converged(const std::vector<int>& members) {
+    return WaitUntil([&] {
+      const uint64_t now = node(members[0])->GetNowInstanceId(0);
+      for (int i : members) {
+        if (node(i)->GetNowInstanceId(0) != now) return false;
+        for (size_t m = 0; m < machines_[i].size(); ++m) {
+          if (!(machine(i, static_cast<int>(m))->state() ==
+                machine(members[0], static_cast<int>(m))->state())) {
+            return false;
+          }
+        }
+      }
+      return true;
+    });
+  }
+  // Proposes from node 0 in small steps until `done` holds (at most `max` values).
+  bool ProposeUntil(const std::function<bool()>& done, int max = 2000) {
+    for (int n = 0; n < max && !done(); n += 5) ProposeMany(0, 5);
+    return WaitUntil(done);
+  }
+  // No checkpoint is being written on node i (so counters are settled).
+  bool Settled(int i) {
+    return WaitUntil([&] { return !GroupOf(node(i))->checkpoint_in_progress(); });
+  }
+
+ private:
+  TempDir dir_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<std::vector<std::unique_ptr<CheckpointMachine>>> machines_;
+  std::vector<std::unique_ptr<Node>> running_;
+  std::vector<bool> started_;
+  std::vector<LogStorage*> logs_;  // borrowed from the running nodes
+  int value_seq_ = 0;
+};
+
+TEST(NodeCheckpointTest, CheckpointsAreMadeAndTheLogStaysFlat) {
+  CkCluster c;
+  c.StartAll();
+  constexpr int kRounds = 12;
+  std::vector<uint64_t> records, bytes;
+  for (int r = 0; r < kRounds; ++r) {
+    c.ProposeMany(r % 3, static_cast<int>(c.interval), 1024);
+    ASSERT_TRUE(c.Converged({0, 1, 2}));
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.Settled(i));
+    records.push_back(c.Records(0));
+    bytes.push_back(DirBytes(c.data_dir(0) + "/g0"));
+  }
+  for (int i = 0; i < 3; ++i) {
+    GroupStatus st;
+    ASSERT_TRUE(c.node(i)->GetGroupStatus(0, &st).ok());
+    EXPECT_GE(st.checkpoints_made, static_cast<uint64_t>(kRounds / 2)) << "node " << i;
+    EXPECT_GT(st.checkpoint_instance, 0u);
+    EXPECT_GT(c.node(i)->GetMinChosenInstanceId(0), 0u) << "node " << i;
+    EXPECT_EQ(st.log_start, c.node(i)->GetMinChosenInstanceId(0));
+    // The log holds at least the margin below the newest checkpoint...
+    EXPECT_LE(st.log_start + c.keep, st.checkpoint_instance) << "node " << i;
+    EXPECT_EQ(c.machine(i)->violations(), 0u);
+  }
+  // ...and at most an interval, the margin and a pipeline's worth more:
+  // the record count stays flat while the instances grow.
+  const uint64_t bound = c.interval + c.keep + 2 * 64;
+  for (size_t r = 0; r < records.size(); ++r) {
+    EXPECT_LE(records[r], bound) << "after round " << r;
+  }
+  // The directory's size: what the last rounds hold is no more than what
+  // the early ones held (plus a memtable's worth of leveldb slack), while
+  // the values written grew from 3 to 12 intervals' worth.
+  uint64_t early = 0, late = 0;
+  for (int r = 2; r < 5; ++r) early = std::max(early, bytes[r]);
+  for (int r = kRounds - 3; r < kRounds; ++r) late = std::max(late, bytes[r]);
+  EXPECT_LE(late, early + c.write_buffer_bytes) << "early " << early << " late " << late;
+  EXPECT_LT(late, kRounds * c.interval * 1024) << "the log keeps everything";
+}
+
+GroupStatus StatusOf(Node* node) {
+  GroupStatus st;
+  EXPECT_TRUE(node->GetGroupStatus(0, &st).ok());
+  return st;
+}
+
+TEST(NodeCheckpointTest, RestartLoadsTheCheckpointAndReplaysOnlyTheLogAfterIt) {
+  CkCluster c;
+  c.StartAll();
+  c.ProposeMany(0, static_cast<int>(5 * c.interval));
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  ASSERT_TRUE(c.Settled(0));
+  // Some log after the newest checkpoint, so that the restart replays some.
+  uint64_t checkpoint = StatusOf(c.node(0)).checkpoint_instance;
+  ASSERT_GT(checkpoint, 0u);
+  ASSERT_TRUE(c.ProposeUntil([&] {
+    return c.Settled(0) && c.node(0)->GetNowInstanceId(0) > StatusOf(c.node(0)).checkpoint_instance;
+  }));
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  ASSERT_TRUE(c.Settled(0));
+  checkpoint = StatusOf(c.node(0)).checkpoint_instance;
+  const uint64_t end = c.node(0)->GetNowInstanceId(0);
+  const CheckpointMachine::State before = c.machine(0)->state();
+  ASSERT_LT(checkpoint, end);
+
+  c.Stop(0);
+  c.machine(0)->Reset();  // a new process: the state machine starts empty
+  ASSERT_TRUE(c.Start(0).ok());
+  // Open loaded the checkpoint and replayed the rest before it returned.
+  EXPECT_EQ(c.machine(0)->loads(), std::vector<uint64_t>{checkpoint});
+  EXPECT_EQ(c.machine(0)->executes(), end - checkpoint);
+  EXPECT_EQ(c.machine(0)->state(), before);
+  EXPECT_EQ(c.machine(0)->violations(), 0u);
+  EXPECT_EQ(c.node(0)->GetNowInstanceId(0), end);
+  EXPECT_EQ(StatusOf(c.node(0)).checkpoint_instance, checkpoint);
+  EXPECT_GT(c.node(0)->GetMinChosenInstanceId(0), 0u);
+  EXPECT_EQ(StatusOf(c.node(0)).checkpoints_loaded, 0u);  // from a peer: none
+  // And it goes on with the others.
+  c.ProposeMany(0, 20);
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  EXPECT_EQ(c.machine(0)->violations(), 0u);
+}
+
+TEST(NodeCheckpointTest, SeveralStateMachinesReplayFromTheSmallestCheckpoint) {
+  CkCluster c(/*machines_per_node=*/2);
+  c.StartAll();
+  for (int k = 0; k < 6; ++k) c.ProposeMany(k % 3, static_cast<int>(c.interval / 2), 16, 1 + k % 2);
+  ASSERT_TRUE(c.ProposeUntil([&] {
+    return c.Settled(0) && c.node(0)->GetNowInstanceId(0) > StatusOf(c.node(0)).checkpoint_instance;
+  }));
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  ASSERT_TRUE(c.Settled(0));
+  const uint64_t checkpoint = StatusOf(c.node(0)).checkpoint_instance;
+  const uint64_t end = c.node(0)->GetNowInstanceId(0);
+  ASSERT_GT(checkpoint, 0u);
+  CheckpointManifest m;
+  ASSERT_TRUE(GroupOf(c.node(0))->checkpoint_store()->Newest(&m).ok());
+  ASSERT_EQ(m.files.size(), 2u);
+  EXPECT_EQ(m.files[0].path, "sm1/state");
+  EXPECT_EQ(m.files[1].path, "sm2/state");
+  const CheckpointMachine::State sm1 = c.machine(0, 0)->state();
+  const CheckpointMachine::State sm2 = c.machine(0, 1)->state();
+
+  c.Stop(0);
+  // State machine 1 keeps its state durably (it reports [0, end) as its
+  // own); state machine 2 is in memory and starts empty.
+  c.machine(0, 0)->set_reported_checkpoint(end);
+  c.machine(0, 0)->Reset();
+  c.machine(0, 1)->Reset();
+  ASSERT_TRUE(c.Start(0).ok());
+  EXPECT_TRUE(c.machine(0, 0)->loads().empty());
+  EXPECT_EQ(c.machine(0, 0)->executes(), 0u);
+  EXPECT_EQ(c.machine(0, 1)->loads(), std::vector<uint64_t>{checkpoint});
+  EXPECT_EQ(c.machine(0, 1)->executes(), end - checkpoint);
+  EXPECT_EQ(c.machine(0, 1)->state(), sm2);
+  (void)sm1;
+}
+
+TEST(NodeCheckpointTest, AStateMachineWithoutCheckpointsKeepsTheWholeLog) {
+  CkCluster c(/*machines_per_node=*/2);
+  for (int i = 0; i < 3; ++i) c.machine(i, 1)->set_supported(false);
+  c.StartAll();
+  c.ProposeMany(0, static_cast<int>(4 * c.interval), 16, 1);
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.Settled(i));
+    EXPECT_EQ(StatusOf(c.node(i)).checkpoints_made, 0u);
+    EXPECT_EQ(StatusOf(c.node(i)).checkpoint_instance, 0u);
+    EXPECT_EQ(c.node(i)->GetMinChosenInstanceId(0), 0u);
+    // Asked once; its NotSupported is remembered.
+    EXPECT_EQ(c.machine(i, 1)->prepares(), 1u);
+    EXPECT_EQ(c.machine(i, 0)->writes(), 0u);
+  }
+  EXPECT_GE(c.Records(0), 4 * c.interval);
+}
+
+TEST(NodeCheckpointTest, AFailedPrepareOrWriteIsRetriedAtTheNextInterval) {
+  CkCluster c;
+  for (int i = 0; i < 3; ++i) {
+    c.machine(i)->fail_prepares(1);
+    c.machine(i)->fail_writes(1);
+  }
+  c.StartAll();
+  // 1st try: PrepareCheckpoint fails.
+  ASSERT_TRUE(c.ProposeUntil([&] { return c.machine(0)->prepares() >= 1; }));
+  ASSERT_TRUE(c.Settled(0));
+  EXPECT_EQ(StatusOf(c.node(0)).checkpoints_made, 0u);
+  // 2nd try, an interval later: Write fails; the staging dir goes away.
+  ASSERT_TRUE(c.ProposeUntil([&] { return c.machine(0)->prepares() >= 2; }));
+  ASSERT_TRUE(c.Settled(0));
+  EXPECT_EQ(StatusOf(c.node(0)).checkpoints_made, 0u);
+  EXPECT_EQ(c.node(0)->GetMinChosenInstanceId(0), 0u);  // nothing durable: no trim
+  std::vector<std::string> names;
+  ASSERT_TRUE(ListDir(c.data_dir(0) + "/checkpoints/g0", &names).ok());
+  EXPECT_TRUE(names.empty()) << names[0];
+  // 3rd: made, and the log is trimmed behind it.
+  ASSERT_TRUE(c.ProposeUntil([&] { return c.Settled(0) && StatusOf(c.node(0)).checkpoints_made >= 1; }));
+  EXPECT_EQ(c.machine(0)->prepares(), 3u);
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  EXPECT_TRUE(WaitUntil([&] { return c.node(0)->GetMinChosenInstanceId(0) > 0; }));
+}
+
+TEST(NodeCheckpointTest, ALostCheckpointDirUnderATrimmedLogIsAClearError) {
+  CkCluster c;
+  c.StartAll();
+  c.ProposeMany(0, static_cast<int>(3 * c.interval));
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  ASSERT_TRUE(c.Settled(0));
+  ASSERT_TRUE(WaitUntil([&] { return c.node(0)->GetMinChosenInstanceId(0) > 0; }));
+  c.Stop(0);
+  ASSERT_TRUE(RemoveTree(c.data_dir(0) + "/checkpoints").ok());
+  c.machine(0)->Reset();
+  Status s = c.Start(0);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.ToString().find("checkpoint dir"), std::string::npos) << s.ToString();
+}
+
+// What the transfer (lane B2) does, by hand: node 0 starts after its peers
+// trimmed past everything it has, gets their newest checkpoint committed
+// into its store, and is told to load it; it then catches up by log.
+TEST(NodeCheckpointTest, ANodeBehindEveryLogLoadsAStoredCheckpointAndCatchesUp) {
+  CkCluster c;
+  ASSERT_TRUE(c.Start(1).ok());
+  ASSERT_TRUE(c.Start(2).ok());
+  c.ProposeMany(1, static_cast<int>(4 * c.interval));
+  ASSERT_TRUE(c.Converged({1, 2}));
+  ASSERT_TRUE(c.Settled(1));
+  ASSERT_TRUE(WaitUntil([&] { return c.node(1)->GetMinChosenInstanceId(0) > 0; }));
+  // A transport keeps the frames it could not deliver (here: every message
+  // for node 0) until the peer connects, which would hand node 0 the whole
+  // history. Restarting its peers drops those queues: now it must ask.
+  for (int i : {1, 2}) {
+    c.Stop(i);
+    c.machine(i)->Reset();
+    ASSERT_TRUE(c.Start(i).ok());
+  }
+  c.machine(0)->fail_loads(1);  // the first load fails: the old state stays
+  ASSERT_TRUE(c.Start(0).ok());
+
+  CheckpointStore* from = GroupOf(c.node(1))->checkpoint_store();
+  CheckpointManifest m;
+  ASSERT_TRUE(from->Newest(&m).ok());
+  ASSERT_TRUE(from->Pin(m.instance).ok());
+  CheckpointStore* to = GroupOf(c.node(0))->checkpoint_store();
+  std::string staging;
+  ASSERT_TRUE(to->BeginStaging(&staging).ok());
+  for (const CheckpointFile& f : m.files) {
+    std::string data;
+    ASSERT_TRUE(ReadWholeFile(from->DirOf(m.instance) + "/" + f.path, &data).ok());
+    const std::string path = staging + "/" + f.path;
+    ASSERT_TRUE(CreateDirs(path.substr(0, path.rfind('/'))).ok());
+    ASSERT_TRUE(WriteWholeFile(path, data).ok());
+  }
+  from->Unpin(m.instance);
+  CheckpointManifest received = m;
+  ASSERT_TRUE(to->Commit(staging, &received).ok());
+  GroupOf(c.node(0))->PostLoadCheckpoint(m.instance);
+
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  EXPECT_EQ(c.machine(0)->loads(), std::vector<uint64_t>{m.instance});
+  EXPECT_EQ(c.machine(0)->failed_loads(), 1u);  // retried from the store
+  EXPECT_EQ(StatusOf(c.node(0)).checkpoints_loaded, 1u);
+  EXPECT_EQ(c.machine(0)->violations(), 0u);
+  EXPECT_GE(c.node(0)->GetMinChosenInstanceId(0), m.instance - c.keep);
+  // It takes part again, and a restart starts from what it installed.
+  c.ProposeMany(0, 10);
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  const CheckpointMachine::State before = c.machine(0)->state();
+  c.Stop(0);
+  c.machine(0)->Reset();
+  ASSERT_TRUE(c.Start(0).ok());
+  EXPECT_EQ(c.machine(0)->state(), before);
+  EXPECT_EQ(c.machine(0)->violations(), 0u);
+}
+
+TEST(NodeCheckpointTest, BadCheckpointOptionsAreRefused) {
+  TempDir dir;
+  auto valid = [&] {
+    Options o;
+    o.self = NodeInfo{"127.0.0.1", 7100};
+    o.nodes = {o.self};
+    o.data_dir = dir.path();
+    o.create_if_missing = true;
+    return o;
+  };
+  EXPECT_TRUE(ValidateNodeOptions(valid()).ok());
+  Options o = valid();
+  o.checkpoint_chunk_bytes = 4095;
+  Status s = ValidateNodeOptions(o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.ToString().find("checkpoint_chunk_bytes"), std::string::npos) << s.ToString();
+  o = valid();
+  o.checkpoint_chunk_bytes = o.max_frame_bytes / 2 + 1;
+  EXPECT_TRUE(ValidateNodeOptions(o).IsInvalidArgument());
+  o.checkpoint_chunk_bytes = o.max_frame_bytes / 2;
+  EXPECT_TRUE(ValidateNodeOptions(o).ok());
+  o = valid();
+  o.checkpoint_send_bytes_per_sec = 100;
+  s = ValidateNodeOptions(o);
+  EXPECT_NE(s.ToString().find("checkpoint_send_bytes_per_sec"), std::string::npos) << s.ToString();
+  o.checkpoint_send_bytes_per_sec = 0;  // unlimited
+  EXPECT_TRUE(ValidateNodeOptions(o).ok());
+  o = valid();
+  o.checkpoint_dir = dir.path() + "/";
+  s = ValidateNodeOptions(o);
+  EXPECT_NE(s.ToString().find("checkpoint_dir"), std::string::npos) << s.ToString();
+  o = valid();
+  o.log_keep_instances = uint64_t{1} << 60;
+  EXPECT_TRUE(ValidateNodeOptions(o).IsInvalidArgument());
+  o = valid();
+  o.checkpoint_interval_instances = ~uint64_t{0};
+  EXPECT_TRUE(ValidateNodeOptions(o).IsInvalidArgument());
+  // Off, and margins of any size below the bound, are fine.
+  o = valid();
+  o.checkpoint_interval_instances = 0;
+  o.log_keep_instances = 0;
+  o.log_keep_bytes = ~uint64_t{0};
+  EXPECT_TRUE(ValidateNodeOptions(o).ok());
+}
+
+}  // namespace
+}  // namespace chorus
