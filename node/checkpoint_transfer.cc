@@ -17,6 +17,10 @@ namespace {
 // is dropped (counted) and the receiver's timeout asks again.
 constexpr size_t kMaxReceiveJobs = 64;
 constexpr size_t kMaxSendJobs = 256;
+// ...and the CHUNK data queued for the receive thread at most this many
+// bytes (or one chunk, whichever is larger): a member flooding CHUNKs
+// cannot make this node buffer without bound.
+constexpr size_t kMaxReceiveBytes = 64u << 20;
 
 }  // namespace
 
@@ -61,6 +65,7 @@ void CheckpointTransfer::Stop() {
     stopping_ = true;
     dropped_.fetch_add(receive_jobs_.size() + send_jobs_.size(), std::memory_order_relaxed);
     receive_jobs_.clear();
+    receive_bytes_ = 0;
     send_jobs_.clear();
   }
   receive_wake_.notify_all();
@@ -86,7 +91,11 @@ bool CheckpointTransfer::Push(std::deque<Job>* queue, std::condition_variable* w
                               size_t max) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_ && queue->size() < max) {
+    const size_t bytes = job.msg.data.size();
+    const bool fits = queue != &receive_jobs_ || receive_bytes_ == 0 ||
+                      receive_bytes_ + bytes <= kMaxReceiveBytes;
+    if (!stopping_ && queue->size() < max && fits) {
+      if (queue == &receive_jobs_) receive_bytes_ += bytes;
       queue->push_back(std::move(job));
       wake->notify_one();
       return true;
@@ -112,8 +121,16 @@ void CheckpointTransfer::OnMessage(uint64_t from, uint32_t group, std::string by
     Count(&foreign_);
     return;
   }
-  if (FindGroup(group) == nullptr) {
+  GroupState* g = FindGroup(group);
+  if (g == nullptr) {
     Count(&unknown_group_);
+    return;
+  }
+  // A CHUNK or NONE while no transfer of the group runs answers nothing:
+  // drop it here rather than queue its data.
+  if (job.msg.type != CheckpointMessage::Type::kFetch &&
+      !g->running.load(std::memory_order_acquire)) {
+    Count(&stale_);
     return;
   }
   job.kind = Job::Kind::kMessage;
@@ -199,6 +216,7 @@ void CheckpointTransfer::ReceiveLoop() {
       if (!receive_jobs_.empty()) {
         job = std::move(receive_jobs_.front());
         receive_jobs_.pop_front();
+        receive_bytes_ -= job.msg.data.size();
         have = true;
       }
     }

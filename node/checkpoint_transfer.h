@@ -178,6 +178,7 @@ class CheckpointTransfer {
   std::condition_variable receive_wake_;  // receive_jobs_ non-empty, or stopping_
   std::condition_variable send_wake_;     // send_jobs_ non-empty, or stopping_
   std::deque<Job> receive_jobs_;          // GUARDED_BY(mu_)
+  size_t receive_bytes_ = 0;              // GUARDED_BY(mu_): CHUNK data in receive_jobs_
   std::deque<Job> send_jobs_;             // GUARDED_BY(mu_)
   bool stopping_ = false;                 // GUARDED_BY(mu_)
   std::thread receive_thread_;
