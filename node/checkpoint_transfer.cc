@@ -2,6 +2,7 @@
 // checkpoint_transfer_receive.cc, the send side in checkpoint_transfer_send.cc.
 #include "node/checkpoint_transfer.h"
 
+#include <algorithm>
 #include <random>
 #include <system_error>
 #include <utility>
@@ -159,6 +160,17 @@ void CheckpointTransfer::Request(uint32_t group, uint64_t peer, uint64_t above) 
   }
 }
 
+CheckpointMessage CheckpointTransfer::Header(CheckpointMessage::Type type, uint32_t group,
+                                             uint64_t transfer_id) const {
+  CheckpointMessage m;
+  m.type = type;
+  m.cluster_id = options_.cluster_id;
+  m.group = group;
+  m.from = options_.self;
+  m.transfer_id = transfer_id;
+  return m;
+}
+
 bool CheckpointTransfer::pending(uint32_t group) const {
   GroupState* g = FindGroup(group);
   return g != nullptr && g->running.load(std::memory_order_acquire);
@@ -195,39 +207,39 @@ CheckpointTransferStats CheckpointTransfer::stats() const {
   return s;
 }
 
+int CheckpointTransfer::TakeJob(std::deque<Job>* queue, std::condition_variable* wake,
+                                Clock::time_point next, Job* job) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto ready = [&] { return stopping_ || !queue->empty(); };
+  if (next == Clock::time_point::max()) {
+    wake->wait(lock, ready);
+  } else {
+    wake->wait_until(lock, next, ready);
+  }
+  if (stopping_) return -1;
+  if (queue->empty()) return 0;  // the deadline passed
+  *job = std::move(queue->front());
+  queue->pop_front();
+  if (queue == &receive_jobs_) receive_bytes_ -= job->msg.data.size();
+  return 1;
+}
+
 void CheckpointTransfer::ReceiveLoop() {
   for (;;) {
-    Job job;
-    bool have = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // The earliest FETCH deadline (receive-thread state: read here only).
-      Clock::time_point next = Clock::time_point::max();
-      for (const auto& [index, g] : groups_) {
-        if (g->receive && g->receive->deadline < next) next = g->receive->deadline;
-      }
-      auto ready = [this] { return stopping_ || !receive_jobs_.empty(); };
-      if (next == Clock::time_point::max()) {
-        receive_wake_.wait(lock, ready);
-      } else {
-        receive_wake_.wait_until(lock, next, ready);
-      }
-      if (stopping_) return;
-      if (!receive_jobs_.empty()) {
-        job = std::move(receive_jobs_.front());
-        receive_jobs_.pop_front();
-        receive_bytes_ -= job.msg.data.size();
-        have = true;
-      }
+    // The earliest FETCH deadline (receive-thread state: read here only).
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [index, g] : groups_) {
+      if (g->receive && g->receive->deadline < next) next = g->receive->deadline;
     }
-    if (have) {
-      if (job.kind == Job::Kind::kRequest) {
-        HandleRequest(job);
-      } else if (job.msg.type == CheckpointMessage::Type::kChunk) {
-        HandleChunk(job.from, job.msg);
-      } else {
-        HandleNone(job.from, job.msg);
-      }
+    Job job;
+    const int got = TakeJob(&receive_jobs_, &receive_wake_, next, &job);
+    if (got < 0) return;
+    if (got > 0 && job.kind == Job::Kind::kRequest) {
+      HandleRequest(job);
+    } else if (got > 0 && job.msg.type == CheckpointMessage::Type::kChunk) {
+      HandleChunk(job.from, job.msg);
+    } else if (got > 0) {
+      HandleNone(job.from, job.msg);
     }
     CheckTimeouts(Clock::now());
   }
@@ -235,29 +247,15 @@ void CheckpointTransfer::ReceiveLoop() {
 
 void CheckpointTransfer::SendLoop() {
   for (;;) {
-    Job job;
-    bool have = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      Clock::time_point next = Clock::time_point::max();
-      for (const auto& [key, serving] : serving_) {
-        const auto expiry = serving.last_fetch + std::chrono::milliseconds(options_.pin_idle_ms);
-        if (expiry < next) next = expiry;
-      }
-      auto ready = [this] { return stopping_ || !send_jobs_.empty(); };
-      if (next == Clock::time_point::max()) {
-        send_wake_.wait(lock, ready);
-      } else {
-        send_wake_.wait_until(lock, next, ready);
-      }
-      if (stopping_) return;
-      if (!send_jobs_.empty()) {
-        job = std::move(send_jobs_.front());
-        send_jobs_.pop_front();
-        have = true;
-      }
+    // When the next idle pin expires (send-thread state).
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [key, serving] : serving_) {
+      next = std::min(next, serving.last_fetch + std::chrono::milliseconds(options_.pin_idle_ms));
     }
-    if (have) HandleFetch(job.from, job.msg);
+    Job job;
+    const int got = TakeJob(&send_jobs_, &send_wake_, next, &job);
+    if (got < 0) return;
+    if (got > 0) HandleFetch(job.from, job.msg);
     UnpinIdle(Clock::now());
   }
 }

@@ -146,6 +146,13 @@ class CheckpointTransfer {
   bool pending(uint32_t group) const;
   GroupState* FindGroup(uint32_t group) const;
   bool Push(std::deque<Job>* queue, std::condition_variable* wake, Job job, size_t max);
+  // Waits for a job of `queue` until `next` (max(): no deadline): 1 with
+  // *job taken, 0 when the deadline passed, -1 when stopping.
+  int TakeJob(std::deque<Job>* queue, std::condition_variable* wake, Clock::time_point next,
+              Job* job);
+  // A message of this node about group's transfer `transfer_id`.
+  CheckpointMessage Header(CheckpointMessage::Type type, uint32_t group,
+                           uint64_t transfer_id) const;
   void ReceiveLoop();
   void SendLoop();
   // Receive side.

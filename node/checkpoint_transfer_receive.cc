@@ -62,12 +62,7 @@ void CheckpointTransfer::HandleRequest(const Job& job) {
 
 void CheckpointTransfer::SendFetch(GroupState* g) {
   Receive* r = g->receive.get();
-  CheckpointMessage m;
-  m.type = CheckpointMessage::Type::kFetch;
-  m.cluster_id = options_.cluster_id;
-  m.group = g->group;
-  m.from = options_.self;
-  m.transfer_id = r->id;
+  CheckpointMessage m = Header(CheckpointMessage::Type::kFetch, g->group, r->id);
   m.instance = r->have_manifest ? r->manifest.instance : 0;
   m.above = r->above;
   m.offset = r->offset;
