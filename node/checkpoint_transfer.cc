@@ -236,10 +236,12 @@ void CheckpointTransfer::ReceiveLoop() {
     if (got < 0) return;
     if (got > 0 && job.kind == Job::Kind::kRequest) {
       HandleRequest(job);
-    } else if (got > 0 && job.msg.type == CheckpointMessage::Type::kChunk) {
-      HandleChunk(job.from, job.msg);
-    } else if (got > 0) {
-      HandleNone(job.from, job.msg);
+    } else if (got > 0 && Answers(job.from, job.msg)) {
+      if (job.msg.type == CheckpointMessage::Type::kChunk) {
+        HandleChunk(job.from, job.msg);
+      } else {
+        HandleNone(job.from, job.msg);
+      }
     }
     CheckTimeouts(Clock::now());
   }

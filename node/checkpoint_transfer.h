@@ -157,6 +157,9 @@ class CheckpointTransfer {
   void SendLoop();
   // Receive side.
   void HandleRequest(const Job& job);
+  // Whether a CHUNK / NONE answers the group's running transfer (its id,
+  // the peer we ask now); counts it stale otherwise.
+  bool Answers(uint64_t from, const CheckpointMessage& msg);
   void HandleChunk(uint64_t from, const CheckpointMessage& msg);
   void HandleNone(uint64_t from, const CheckpointMessage& msg);
   void CheckTimeouts(Clock::time_point now);
