@@ -93,6 +93,9 @@ void CheckpointTransfer::HandleFetch(uint64_t from, const CheckpointMessage& msg
   if (last && !sv.counted) {
     sv.counted = true;
     g->sent.fetch_add(1, std::memory_order_relaxed);
+    CHORUS_LOG(logger_, kInfo, "group %u: checkpoint %llu sent to node %llu (%llu bytes)",
+               msg.group, static_cast<unsigned long long>(sv.manifest.instance),
+               static_cast<unsigned long long>(from), static_cast<unsigned long long>(total));
   }
 }
 
