@@ -185,6 +185,28 @@ class Harness {
   std::set<int> isolated_;
 };
 
+// A catch-up request (ASK_LEARN) of the harness's cluster from node `from`
+// for the values from `instance` on.
+inline PaxosMsg AskLearn(uint64_t from, uint64_t instance) {
+  PaxosMsg m;
+  m.set_type(ASK_LEARN);
+  m.set_cluster_id(9);
+  m.set_from(from);
+  m.set_instance(instance);
+  return m;
+}
+
+// The messages of one step, parsed, in order.
+inline std::vector<PaxosMsg> ParseMessages(const Outputs& out) {
+  std::vector<PaxosMsg> v;
+  for (const OutMessage& m : out.messages) {
+    PaxosMsg p;
+    EXPECT_TRUE(p.ParseFromString(m.bytes));
+    v.push_back(p);
+  }
+  return v;
+}
+
 }  // namespace testing
 }  // namespace paxos
 }  // namespace chorus

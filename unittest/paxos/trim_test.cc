@@ -53,6 +53,17 @@ void OnCheckpoint(Harness* h, int i, uint64_t instance, uint64_t limit, Outputs*
   h->Exec(i, &copy);
 }
 
+// Node 0 proposes values 1..n, then node i trims behind a checkpoint at n
+// and restarts. Returns node i's chain checksum before the restart.
+uint32_t TrimAtEndAndRestart(Harness* h, int i, uint64_t n) {
+  ChooseValues(h, 1, n);
+  const uint32_t chain = h->core(i)->chain_checksum();
+  Outputs out;
+  OnCheckpoint(h, i, n, UINT64_MAX, &out);
+  h->Open(i);
+  return chain;
+}
+
 TEST(TrimTest, OneSyncedBatchOfDeleteBelowAndLogStartKeepingTheMargin) {
   Harness h(3, Keep(3));
   ChooseValues(&h, 1, 10);
@@ -115,12 +126,7 @@ TEST(TrimTest, NeverBeyondTheCheckpointNorChosenEnd) {
 
 TEST(TrimTest, RecoveryRestartsTheChainAtTheLogStart) {
   Harness h(3, Keep(4));
-  ChooseValues(&h, 1, 10);
-  const uint32_t chain = h.core(1)->chain_checksum();
-  Outputs out;
-  OnCheckpoint(&h, 1, 10, UINT64_MAX, &out);
-  ASSERT_EQ(h.core(1)->log_start(), 6u);
-  h.Open(1);
+  const uint32_t chain = TrimAtEndAndRestart(&h, 1, 10);
   EXPECT_EQ(h.core(1)->log_start(), 6u);
   EXPECT_EQ(h.core(1)->chosen_end(), 10u);
   EXPECT_EQ(h.core(1)->chain_checksum(), chain);
@@ -137,13 +143,9 @@ TEST(TrimTest, RecoveryRestartsTheChainAtTheLogStart) {
 
 TEST(TrimTest, RecoveryOfALogTrimmedToItsEndHasNoRecordButAChosenEnd) {
   Harness h(3, Keep(0));
-  ChooseValues(&h, 1, 6);
-  const uint32_t chain = h.core(2)->chain_checksum();
-  Outputs out;
-  OnCheckpoint(&h, 2, 6, UINT64_MAX, &out);
+  const uint32_t chain = TrimAtEndAndRestart(&h, 2, 6);
   uint64_t min = 0;
   EXPECT_TRUE(h.node(2).log.GetMinInstanceId(&min).IsNotFound());
-  h.Open(2);
   EXPECT_EQ(h.core(2)->chosen_end(), 6u);
   EXPECT_EQ(h.core(2)->log_start(), 6u);
   EXPECT_EQ(h.core(2)->chain_checksum(), chain);
@@ -174,22 +176,13 @@ TEST(TrimTest, ARecordBelowTheLogStartOrABadVariableIsCorruption) {
   EXPECT_TRUE(s.IsCorruption()) << s.ToString();
 }
 
-PaxosMsg AskLearn(uint64_t from, uint64_t instance) {
-  PaxosMsg m;
-  m.set_type(ASK_LEARN);
-  m.set_cluster_id(9);
-  m.set_from(from);
-  m.set_instance(instance);
-  return m;
-}
+using testing::AskLearn;
 
 // The LEARN_VALUES messages of `out`, parsed.
 std::vector<PaxosMsg> Batches(const Outputs& out) {
   std::vector<PaxosMsg> v;
-  for (const OutMessage& m : out.messages) {
-    PaxosMsg p;
-    EXPECT_TRUE(p.ParseFromString(m.bytes));
-    if (p.type() == LEARN_VALUES) v.push_back(p);
+  for (const PaxosMsg& m : testing::ParseMessages(out)) {
+    if (m.type() == LEARN_VALUES) v.push_back(m);
   }
   return v;
 }

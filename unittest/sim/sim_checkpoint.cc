@@ -158,11 +158,18 @@ void Sim::Durable(const Event& e) {
   const Checkpoint& ck = e.checkpoint;
   if (ck.instance > n.store.instance) n.store = ck;
   r_.checkpoints++;
+  // Now and then the runtime's own bound (its byte margin) holds the trim
+  // further back.
+  uint64_t limit = UINT64_MAX;
+  if (rng_.OneIn(kTrimLimitPpm)) {
+    limit = ck.instance - std::min(ck.instance, rng_.Uniform(n.interval));
+  }
   // The trim rule, computed here on its own: the log may start at most at
-  // the checkpoint's instance minus the margin.
-  n.trim_allowed = std::max(n.trim_allowed, ck.instance - std::min(ck.instance, n.keep));
+  // the checkpoint's instance minus the margin (and the runtime's bound).
+  n.trim_allowed =
+      std::max(n.trim_allowed, std::min(ck.instance - std::min(ck.instance, n.keep), limit));
   Outputs out;
-  In(i)->OnCheckpoint(ck.instance, UINT64_MAX, &out);
+  In(i)->OnCheckpoint(ck.instance, limit, &out);
   if (n.core->log_start() > n.store.instance) {
     Violation("node " + std::to_string(n.id) + " trimmed its log to " +
               std::to_string(n.core->log_start()) + ", beyond its newest durable checkpoint " +

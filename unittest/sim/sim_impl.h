@@ -120,6 +120,9 @@ constexpr uint64_t kIntervalSpan = 17;
 // A snapshot becomes durable 1 .. kDurableDelayMs after it was taken (a
 // crash before that loses it).
 constexpr uint64_t kDurableDelayMs = 50;
+// Core::OnCheckpoint gets a trim_limit (the runtime's byte margin) below the
+// checkpoint with this probability (else none: UINT64_MAX).
+constexpr uint64_t kTrimLimitPpm = 250000;
 // A checkpoint transfer arrives (or is given up as lost) kTransferMinMs ..
 // kTransferMinMs + kTransferSpanMs after it began; in the fault phase it is
 // lost or corrupt (rejected) with these probabilities.
