@@ -104,6 +104,19 @@ Status NodeImpl::Init() {
   started = checkpoint_worker_->Start();
   if (!started.ok()) return started;
 
+  // ---- checkpoint transfer (B2) ----
+  CheckpointTransferOptions cto;
+  cto.cluster_id = options_.cluster_id;
+  cto.self = options_.self.id();
+  for (const NodeInfo& n : options_.nodes) {
+    if (n.id() != cto.self) cto.peers.push_back(n.id());
+  }
+  cto.chunk_bytes = options_.checkpoint_chunk_bytes;
+  cto.max_chunk_bytes = options_.max_frame_bytes / 2;
+  cto.send_bytes_per_sec = options_.checkpoint_send_bytes_per_sec;
+  checkpoint_transfer_ = std::make_unique<CheckpointTransfer>(cto, transport_, &logger_);
+  // ---- end checkpoint transfer (B2) ----
+
   GroupEnv env;
   env.options = &options_;
   env.transport = transport_;
@@ -112,8 +125,12 @@ Status NodeImpl::Init() {
   env.logger = &logger_;
   env.catchup_reader = catchup_reader_.get();
   env.checkpoint_worker = checkpoint_worker_.get();
-  // ---- Lane B2 (checkpoint transfer): create the transfer here and set
-  // env.request_checkpoint; AddGroup each group after Group::Open. ----
+  // ---- checkpoint transfer (B2) ----
+  CheckpointTransfer* transfer = checkpoint_transfer_.get();
+  env.request_checkpoint = [transfer](uint32_t group, uint64_t peer, uint64_t above) {
+    transfer->Request(group, peer, above);
+  };
+  // ---- end checkpoint transfer (B2) ----
 
   std::vector<std::vector<StateMachine*>> machines(options_.group_count);
   for (const auto& [group, sm] : options_.state_machines) machines[group].push_back(sm);
@@ -124,12 +141,24 @@ Status NodeImpl::Init() {
     std::unique_ptr<Group> group;
     s = Group::Open(env, static_cast<uint32_t>(g), std::move(log), machines[g], &group);
     if (!s.ok()) return s;
+    // ---- checkpoint transfer (B2): serve from and receive into its store ----
+    if (CheckpointStore* store = group->checkpoint_store()) {
+      Group* raw = group.get();  // outlives the transfer's threads (Stop order)
+      checkpoint_transfer_->AddGroup(static_cast<uint32_t>(g), store,
+                                     [raw](const CheckpointManifest& m) {
+                                       raw->PostLoadCheckpoint(m.instance);
+                                     });
+    }
+    // ---- end checkpoint transfer (B2) ----
     groups_.push_back(std::move(group));
   }
   for (auto& group : groups_) {
     Status s = group->Start();
     if (!s.ok()) return s;
   }
+  // The groups registered with it in Group::Open (checkpoint transfer, B2).
+  Status transfer_started = checkpoint_transfer_->Start();
+  if (!transfer_started.ok()) return transfer_started;
   return transport_->Start([this](uint64_t from, std::string message) {
     OnMessage(from, std::move(message));
   });
@@ -143,7 +172,16 @@ void NodeImpl::OnMessage(uint64_t from, std::string message) {
     misrouted_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  Group* group = FindGroup(DecodeFixed32(message.data()));
+  const uint32_t prefix = DecodeFixed32(message.data());
+  // ---- checkpoint transfer (B2) ----
+  // The top bit marks the group's checkpoint channel: off the group's loop.
+  if ((prefix & kCheckpointChannel) != 0) {
+    message.erase(0, 4);
+    checkpoint_transfer_->OnMessage(from, prefix & ~kCheckpointChannel, std::move(message));
+    return;
+  }
+  // ---- end checkpoint transfer (B2) ----
+  Group* group = FindGroup(prefix);
   if (group == nullptr) {
     misrouted_.fetch_add(1, std::memory_order_relaxed);
     return;
@@ -218,8 +256,13 @@ Status NodeImpl::GetGroupStatus(uint32_t group, GroupStatus* status) const {
   out.log_start = g->min_chosen_instance_id();
   out.checkpoints_made = g->checkpoints_made();
   out.checkpoints_loaded = g->checkpoints_loaded();
-  // ---- Lane B2: transfer_instance / transfer_bytes_* and checkpoints_sent
-  // from the transfer's progress of `group`. ----
+  // ---- checkpoint transfer (B2) ----
+  const CheckpointTransferProgress p = checkpoint_transfer_->Progress(group);
+  out.transfer_instance = p.instance;
+  out.transfer_bytes_done = p.bytes_done;
+  out.transfer_bytes_total = p.bytes_total;
+  out.checkpoints_sent = p.sent;
+  // ---- end checkpoint transfer (B2) ----
   if (status != nullptr) *status = out;
   return Status::OK();
 }
@@ -311,6 +354,8 @@ void NodeImpl::Stop() {
   // reads. The groups (and their logs) stay allocated until the destructor
   // so queries stay safe.
   if (transport_ != nullptr) transport_->Stop();
+  // No transfer touches a group's store from here on (checkpoint transfer, B2).
+  if (checkpoint_transfer_ != nullptr) checkpoint_transfer_->Stop();
   for (auto& group : groups_) group->Stop();
   // No loop hands it reads any more; once it returns, no log is read.
   if (catchup_reader_ != nullptr) catchup_reader_->Stop();

@@ -13,6 +13,7 @@
 #include "chorus/node.h"
 #include "node/catchup_reader.h"
 #include "node/checkpoint_worker.h"
+#include "node/checkpoint_transfer.h"
 #include "node/group.h"
 #include "node/runtime_env.h"
 #include "utils/logging.h"
@@ -58,6 +59,13 @@ class NodeImpl : public Node {
   // Calls inside the node right now (the destructor waits for them).
   int active_calls_for_testing() const { return active_calls_.load(std::memory_order_seq_cst); }
 
+  // ---- checkpoint transfer (B2) ----
+  // The node's checkpoint transfer (counters, progress). Valid until the destructor.
+  const CheckpointTransfer& checkpoint_transfer_for_testing() const {
+    return *checkpoint_transfer_;
+  }
+  // ---- end checkpoint transfer (B2) ----
+
   // The reader that serves this node's catch-up reads (counters only).
   const CatchupReader& catchup_reader_for_testing() const { return *catchup_reader_; }
 
@@ -91,6 +99,13 @@ class NodeImpl : public Node {
   // Writes and commits the groups' checkpoints off their loops (stopped by
   // Stop() after the groups, before they are freed).
   std::unique_ptr<CheckpointWorker> checkpoint_worker_;
+  // ---- checkpoint transfer (B2) ----
+  // Catch-up by checkpoint for every group: sends through transport_,
+  // fetches into and serves from the groups' stores (the groups register in
+  // Group::Open). Stop() stops it right after the transport, before the
+  // groups and their stores go. Read-only pointer after Init.
+  std::unique_ptr<CheckpointTransfer> checkpoint_transfer_;
+  // ---- end checkpoint transfer (B2) ----
   std::atomic<uint64_t> misrouted_{0};
   // Calls of the Node API inside the node right now (see ActiveCall in the
   // .cc). The destructor waits for them to leave before the groups are

@@ -13,6 +13,13 @@
 //                                                    --group_count > 1)
 //   proposed instance=<i> value=<v>                  a line of stdin was chosen
 //   error value=<v> status=<Status::ToString()>      a proposal failed
+//   checkpoint loaded instance=<i> count=<n> hash=<h>  a checkpoint was loaded
+//                                                    (restart, or caught up from
+//                                                    a peer, in this process)
+//   status executed=<e> log_start=<l> checkpoint=<c> loaded=<n> sent=<s>
+//          count=<n> hash=<h>                         answer to the stdin line
+//                                                    "!status" (group --propose_group;
+//                                                    not proposed)
 // The node keeps running after stdin ends (it still executes what the others
 // propose) until SIGINT or SIGTERM, unless --exit_on_eof.
 #include <signal.h>
@@ -32,6 +39,7 @@
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
+#include "sample/echo/echo_state.h"
 #include "tools/node_flags.h"
 #include "tools/print_line.h"
 #include "tools/program_flags.h"
@@ -46,31 +54,16 @@ DEFINE_bool(create_if_missing, false,
 DEFINE_int32(group_count, 1, "number of paxos groups");
 DEFINE_int32(propose_group, 0, "the group stdin lines are proposed to");
 DEFINE_bool(sync_writes, true, "fsync every promise/accept (false: faster, unsafe)");
+DEFINE_uint64(checkpoint_interval, 0,
+              "make a checkpoint every N executed instances and trim the log behind it "
+              "(0: no checkpoints, the log is never trimmed)");
+DEFINE_uint64(log_keep, 20000, "instances of log kept below the newest checkpoint");
 DEFINE_bool(exit_on_eof, false, "exit once stdin ends and its last proposal returned");
 
 namespace {
 
 using chorus::PrintLine;
-
-class EchoStateMachine : public chorus::StateMachine {
- public:
-  explicit EchoStateMachine(bool print_group) : print_group_(print_group) {}
-
-  int id() const override { return 1; }
-
-  chorus::Status Execute(const chorus::ExecuteInfo& info, const std::string& value,
-                         chorus::ExecuteContext* ctx) override {
-    std::string line = "executed ";
-    if (print_group_) line += "group=" + std::to_string(info.group) + " ";
-    line += "instance=" + std::to_string(info.instance) + " value=" + value;
-    PrintLine(line);
-    if (ctx != nullptr) ctx->output = value;
-    return chorus::Status::OK();
-  }
-
- private:
-  const bool print_group_;
-};
+using chorus::echo::EchoStateMachine;
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "echo_server: %s\n%s\n", problem.c_str(),
@@ -97,10 +90,13 @@ int main(int argc, char** argv) {
   options.create_if_missing = FLAGS_create_if_missing;
   options.group_count = FLAGS_group_count;
   options.sync_writes = FLAGS_sync_writes;
+  options.checkpoint_interval_instances = FLAGS_checkpoint_interval;
+  options.log_keep_instances = FLAGS_log_keep;
 
   std::vector<std::unique_ptr<EchoStateMachine>> machines;
   for (int g = 0; g < FLAGS_group_count; ++g) {
-    machines.push_back(std::make_unique<EchoStateMachine>(FLAGS_group_count > 1));
+    machines.push_back(std::make_unique<EchoStateMachine>(FLAGS_group_count > 1,
+                                                          FLAGS_checkpoint_interval > 0));
     options.state_machines.emplace_back(static_cast<uint32_t>(g), machines.back().get());
   }
 
@@ -119,10 +115,21 @@ int main(int argc, char** argv) {
 
   // The proposer reads stdin; it may be blocked in a read when a signal
   // arrives, so it is not joined: the process exits after Stop().
-  std::thread proposer([&node] {
+  std::thread proposer([&node, &machines] {
     const uint32_t group = static_cast<uint32_t>(FLAGS_propose_group);
     std::string line;
     while (std::getline(std::cin, line)) {
+      if (line == "!status") {
+        chorus::GroupStatus gs;
+        node->GetGroupStatus(group, &gs);
+        PrintLine("status executed=" + std::to_string(gs.executed) +
+                  " log_start=" + std::to_string(gs.log_start) +
+                  " checkpoint=" + std::to_string(gs.checkpoint_instance) +
+                  " loaded=" + std::to_string(gs.checkpoints_loaded) +
+                  " sent=" + std::to_string(gs.checkpoints_sent) + " " +
+                  machines[group]->StateLine());
+        continue;
+      }
       uint64_t instance = 0;
       chorus::Status st = node->Propose(group, line, &instance);
       if (st.ok()) {
