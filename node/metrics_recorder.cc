@@ -111,21 +111,26 @@ void GroupMetricsRecorder::LogEvents(const RoundFacts& f) {
   last_master_ = f.master_node;
   last_self_master_ = f.self_master;
 
-  // Catch-up: behind the master's chosen end by more than the pipeline
-  // explains, or told to fetch a checkpoint; over once it executed up to it.
-  const bool behind = f.checkpoint_needed ||
+  // Catch-up begins when this node is behind the master's chosen end by more
+  // than the pipeline explains, is told to fetch a checkpoint, or applies
+  // more instances in one round than the pipeline explains (a LEARN_VALUES
+  // batch: before it even knows a master). It is over once it executed up
+  // to the master's chosen end (with a master known), or, with none known,
+  // at a round that applied no more than the pipeline explains.
+  const bool jumped = f.chosen > catchup_lag_;
+  const bool behind = f.checkpoint_needed || jumped ||
                       (f.master_node != 0 && f.master_chosen_end > f.executed + catchup_lag_);
+  const bool done = f.master_node != 0 ? f.executed >= f.master_chosen_end : !jumped;
   if (!catching_up_now_ && behind) {
+    catchup_from_ = f.executed >= f.chosen ? f.executed - f.chosen : 0;
     catching_up_now_ = true;
-    catchup_from_ = f.executed;
     Add(&catchups_started_);
     Set(&catching_up_, 1);
     CHORUS_LOG(logger_, kInfo,
                "group %u: catch-up started at instance %llu (master's chosen end %llu%s)", group_,
-               U(f.executed), U(f.master_chosen_end),
+               U(catchup_from_), U(f.master_chosen_end),
                f.checkpoint_needed ? ", a checkpoint is needed" : "");
-  } else if (catching_up_now_ && !behind && f.master_node != 0 &&
-             f.executed >= f.master_chosen_end) {
+  } else if (catching_up_now_ && !f.checkpoint_needed && done) {
     catching_up_now_ = false;
     Add(&catchups_finished_);
     Set(&catching_up_, 0);

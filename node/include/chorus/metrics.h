@@ -103,8 +103,12 @@ struct GroupMetrics {
   uint64_t elections_started = 0;  // phase 1 rounds begun to become master
 
   // ---- Catch-up. A catch-up begins when this node finds itself behind the
-  // master's chosen end by more than the pipeline explains (or needs a
-  // checkpoint) and ends once it executed up to it.
+  // master's chosen end by more than the pipeline explains (2 x max_inflight
+  // instances), needs a checkpoint, or learns more instances in one round
+  // than the pipeline explains (a catch-up batch); it ends once it executed
+  // up to the master's chosen end (with no master known: at the next round
+  // that learned no more than the pipeline explains). A heuristic for
+  // operators (and the info lines), not a protocol state.
   uint64_t catchups_started = 0;
   uint64_t catchups_finished = 0;
   bool catching_up = false;
