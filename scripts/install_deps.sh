@@ -7,7 +7,8 @@ set -euo pipefail
 
 PACKAGES=(build-essential cmake pkg-config ccache
           libleveldb-dev libsnappy-dev libprotobuf-dev protobuf-compiler
-          libgtest-dev libgmock-dev libgflags-dev)
+          libgtest-dev libgmock-dev libgflags-dev
+          prometheus-cpp-dev)  # optional: chorus_prometheus (/metrics)
 if [ "${1:-}" = "--fuzz" ]; then
   PACKAGES+=(clang-14 libclang-rt-14-dev)
 fi
