@@ -3,7 +3,11 @@
 // after proposals; the text is the Prometheus format (TYPE lines,
 // cumulative histogram buckets ending in +Inf); /status names the members
 // and the master; other paths get 404.
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -59,6 +63,48 @@ TEST(MetricsServerTest, ScrapedCountersMoveAfterProposals) {
   HttpGet(server->port(), "/nothing", &code);
   EXPECT_EQ(code, 404);
   server->Stop();
+}
+
+// chorus_admin live: every member's /status, the master, lags.
+TEST(MetricsServerTest, ChorusAdminLiveReadsEveryMember) {
+  OpsCluster cluster(3, /*election=*/true);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  const int master = cluster.WaitForMaster();
+  ASSERT_GE(master, 0);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cluster.node(master)->Propose(0, "l", nullptr).ok());
+  std::vector<Options> options;
+  std::vector<std::unique_ptr<MetricsServer>> servers(3);
+  std::string endpoints;
+  for (int i = 0; i < 3; ++i) options.push_back(cluster.OptionsFor(i));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(MetricsServer::Start(cluster.node(i), options[i], {}, &servers[i]).ok());
+    endpoints += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(servers[i]->port());
+  }
+  auto run = [](const std::string& args, int* code) {
+    std::string out;
+    FILE* p = popen((std::string(CHORUS_ADMIN_PATH) + " " + args + " 2>&1").c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while (p != nullptr && (n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    const int status = p != nullptr ? pclose(p) : -1;
+    *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+  };
+  int code = -1;
+  std::string out = run("live " + endpoints, &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find(cluster.info(master).ToString()), std::string::npos) << out;
+  EXPECT_NE(out.find("master"), std::string::npos) << out;
+  out = run("--json live " + endpoints, &code);
+  EXPECT_EQ(code, 0) << out;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(out.find("\"node\":\"" + cluster.info(i).ToString() + "\""), std::string::npos)
+        << out;
+  }
+  EXPECT_NE(out.find("\"is_master\":true"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"lag\":"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"errors\":[]"), std::string::npos) << out;
+  for (auto& s : servers) s->Stop();
 }
 
 }  // namespace
