@@ -389,10 +389,10 @@ void Group::ExecuteRound() {
   }
   log_start_.store(core_->log_start(), std::memory_order_release);
   UpdateMaster();
+  PublishMetrics(round);  // metrics (lane D): before the transfers' answers
   // Transfers whose hand-over this round sent; answered after the snapshot,
   // so that their callers see this node as master no more.
   master_.AnswerSent();
-  PublishMetrics(round);  // metrics (lane D)
 }
 
 void Group::SendMessage(uint64_t to, const std::string& bytes) {

@@ -61,7 +61,13 @@ TEST(MetricsTest, CountersMoveWithProposals) {
   GroupMetrics m;
   EXPECT_TRUE(cluster.node(0)->GetMetrics(7, &m).IsInvalidArgument());
 
-  ASSERT_TRUE(cluster.node(0)->GetMetrics(0, &m).ok());
+  // Counters of the proposer's thread and of Apply are exact once the calls
+  // returned; the per-round figures are published at the end of the round
+  // that answered them: wait for the last one.
+  ASSERT_TRUE(WaitUntil([&] {
+    return cluster.node(0)->GetMetrics(0, &m).ok() && m.executed == m.chosen_end &&
+           m.instances_per_round.sum >= m.values_per_instance.count;
+  }));
   EXPECT_EQ(m.proposals_ok, total);
   EXPECT_EQ(m.proposals_failed_other, 1u);
   EXPECT_EQ(m.proposals_busy + m.proposals_timeout + m.proposals_not_master + m.proposals_stopped,
@@ -144,8 +150,10 @@ TEST(MetricsTest, MasterAndNotMaster) {
     GroupMetrics n;
     return cluster.node(follower)->GetMetrics(0, &n).ok() && n.is_master;
   }));
-  ASSERT_TRUE(cluster.node(master)->GetMetrics(0, &m).ok());
-  EXPECT_EQ(m.master_lost, 1u);
+  ASSERT_TRUE(WaitUntil([&] {
+    return cluster.node(master)->GetMetrics(0, &m).ok() && m.master_lost == 1;
+  }));
+  EXPECT_FALSE(m.is_master);
 }
 
 }  // namespace

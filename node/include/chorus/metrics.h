@@ -13,6 +13,11 @@
 //
 // A snapshot is not one atomic cut: each field is read on its own (relaxed),
 // so two fields may come from adjacent rounds. Each field is exact by itself.
+// Proposal outcomes are counted by the proposing thread before its call
+// returns, and executed values when they are applied; the gauges and the
+// per-round figures are published at the end of each round, after the
+// round's proposers were answered: a caller that reads them right after its
+// Propose returned may see the round before.
 //
 // Vocabulary header: the standard library only.
 
