@@ -122,20 +122,37 @@ int TransferFigure() {
     transfer.Start();
     const auto start = Clock::now();
     transfer.Request(0, nodes[0].id(), 0);
+    // When the last byte was written (before the verifying, fsyncing
+    // Commit): a watcher polls the progress, the bench's only poll.
+    std::atomic<int64_t> streamed_ns{0};
+    std::thread watcher([&] {
+      for (;;) {
+        const CheckpointTransferProgress p = transfer.Progress(0);
+        if ((p.bytes_total != 0 && p.bytes_done == p.bytes_total) || p.received != 0) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      streamed_ns.store((Clock::now() - start).count());
+    });
     std::unique_lock<std::mutex> lock(mu);
     if (!cv.wait_for(lock, std::chrono::minutes(10), [&] { return done; })) _exit(1);
     const double s = Seconds(start, Clock::now());
+    watcher.join();
+    const double streamed =
+        std::chrono::duration<double>(Clock::duration(streamed_ns.load())).count();
     const double mbs = static_cast<double>(bytes) / (1 << 20) / s;
+    const double stream_mbs = static_cast<double>(bytes) / (1 << 20) / streamed;
     const CheckpointTransferStats st = transfer.stats();
     if (FLAGS_json) {
       std::printf("{\"figure\":\"transfer\",\"mb\":%d,\"chunk_kb\":%d,\"rate_mb\":%d,"
-                  "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"chunks\":%llu,\"load1m\":%.2f}\n",
-                  FLAGS_mb, FLAGS_chunk_kb, FLAGS_rate_mb, s, mbs,
+                  "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"streamed_s\":%.3f,"
+                  "\"stream_mb_per_s\":%.1f,\"chunks\":%llu,\"load1m\":%.2f}\n",
+                  FLAGS_mb, FLAGS_chunk_kb, FLAGS_rate_mb, s, mbs, streamed, stream_mbs,
                   static_cast<unsigned long long>(st.chunks_received), bench::LoadAverage1m());
     } else {
-      std::printf("transfer: %d MB in %.3f s = %.1f MB/s (chunk %d KiB, rate limit %s, %llu chunks,"
-                  " two processes on loopback; includes the verified fsynced commit)\n",
-                  FLAGS_mb, s, mbs, FLAGS_chunk_kb,
+      std::printf("transfer: %d MB in %.3f s = %.1f MB/s including the verifying fsynced commit;"
+                  " streamed in %.3f s = %.1f MB/s (chunk %d KiB, rate limit %s, %llu chunks,"
+                  " two processes on loopback)\n",
+                  FLAGS_mb, s, mbs, streamed, stream_mbs, FLAGS_chunk_kb,
                   FLAGS_rate_mb == 0 ? "off" : (std::to_string(FLAGS_rate_mb) + " MB/s").c_str(),
                   static_cast<unsigned long long>(st.chunks_received));
     }

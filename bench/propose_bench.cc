@@ -5,6 +5,7 @@
 //                 [--batch --batch_count=64 --batch_delay_ms=0] [--json]
 //                 [--election [--clients_on=one|all] [--node0_role=any|master|follower]
 //                  [--reads]]
+//                 [--checkpoint_interval=N [--log_keep=K]]
 //
 // The program runs itself three times (fork + exec of /proc/self/exe with the
 // hidden --role=node): node 1 and node 2 just serve; node 0 also runs the
@@ -28,6 +29,12 @@
 //   --reads: the clients call ReadBarrier instead of Propose (nothing is
 //     proposed in the window): lease reads with --node0_role=master, read
 //     index reads (one round trip to the master) with --node0_role=follower.
+// Checkpoints (--checkpoint_interval=N): every node makes a checkpoint of
+// its counting state machine (one small file) every N executed instances
+// and trims its log behind it, keeping --log_keep instances: the steady
+// state with trimming on. 0 (the default) makes none: the log grows, as
+// without checkpoints. The JSON reports node 0's checkpoints made in group
+// 0 and its log start at the end.
 // Node 0 prints the result (a table, or one JSON object with --json) on
 // stdout: values/s, latency percentiles of the successful calls, failures
 // and the Status codes seen. Data dirs live in a temp dir that is removed at
@@ -96,6 +103,9 @@ DEFINE_string(clients_on, "one", "one: every client in node 0; all: spread over 
 DEFINE_string(node0_role, "any",
               "with --election: any, master (node 0 is made master) or follower");
 DEFINE_bool(reads, false, "with --election: clients call ReadBarrier instead of Propose");
+DEFINE_uint64(checkpoint_interval, 0,
+              "Options::checkpoint_interval_instances (0: no checkpoints, no trimming)");
+DEFINE_uint64(log_keep, 20000, "Options::log_keep_instances (with --checkpoint_interval)");
 
 // Hidden: how the program runs its node processes.
 DEFINE_string(role, "", "(internal) 'node' in a child process");
@@ -147,6 +157,7 @@ bool ReadFile(const std::string& path, std::string* text) {
 }
 
 // Counts executed values; the bench measures the cluster, not an application.
+// Its checkpoint is the count, in one file (--checkpoint_interval).
 class CountingStateMachine : public chorus::StateMachine {
  public:
   int id() const override { return 1; }
@@ -157,8 +168,35 @@ class CountingStateMachine : public chorus::StateMachine {
   }
   uint64_t executed() const { return executed_.load(std::memory_order_relaxed); }
 
+  chorus::Status PrepareCheckpoint(const chorus::CheckpointInfo&,
+                                   std::unique_ptr<chorus::CheckpointWriter>* writer) override {
+    writer->reset(new CountWriter(executed()));  // the snapshot: one number
+    return chorus::Status::OK();
+  }
+  chorus::Status LoadCheckpoint(const chorus::CheckpointInfo&, const std::string& dir) override {
+    std::string text;
+    if (!ReadFile(dir + "/count", &text)) return chorus::Status::IOError("cannot read " + dir);
+    executed_.store(std::strtoull(text.c_str(), nullptr, 10), std::memory_order_relaxed);
+    return chorus::Status::OK();
+  }
+
  private:
   std::atomic<uint64_t> executed_{0};
+
+  class CountWriter : public chorus::CheckpointWriter {
+   public:
+    explicit CountWriter(uint64_t count) : count_(count) {}
+    chorus::Status Write(const std::string& dir) override {
+      FILE* f = std::fopen((dir + "/count").c_str(), "w");
+      if (f == nullptr) return chorus::Status::IOError("cannot create " + dir + "/count");
+      const bool ok = std::fprintf(f, "%" PRIu64 "\n", count_) > 0;
+      return std::fclose(f) == 0 && ok ? chorus::Status::OK()
+                                       : chorus::Status::IOError("cannot write " + dir + "/count");
+    }
+
+   private:
+    const uint64_t count_;
+  };
 };
 
 // User + system CPU seconds this process used so far.
@@ -200,6 +238,9 @@ struct Environment {
   // CPU seconds each node process used in the window; -1 if unknown.
   std::vector<double> cpu_s_by_node;
   int node0_is_master = -1;  // of group 0 at the window's start; -1: election off
+  // Node 0, group 0, at the window's end (--checkpoint_interval).
+  uint64_t checkpoints_made = 0;
+  uint64_t log_start = 0;
 };
 
 // CPU seconds of node 0 (this process) and of the peers in `peers`, in node
@@ -352,7 +393,9 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         "\"batch\":%s,\"batch_count\":%d,\"batch_delay_ms\":%d,\"max_inflight\":%d,"
         "\"sync_writes\":%s,\"op\":\"%s\",\"election\":%s,\"clients_on\":\"%s\","
         "\"clients_by_node\":[%d,%d,%d],\"ops_per_sec_by_node\":%s,\"p50_ms_by_node\":%s,"
-        "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d}\n",
+        "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d,"
+        "\"checkpoint_interval\":%" PRIu64 ",\"log_keep\":%" PRIu64 ",\"checkpoints_made\":%" PRIu64
+        ",\"log_start\":%" PRIu64 "}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
         mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
@@ -361,7 +404,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         FLAGS_max_inflight, FLAGS_sync_writes ? "true" : "false", FLAGS_reads ? "read" : "propose",
         FLAGS_election ? "true" : "false", FLAGS_clients_on.c_str(), ClientsOf(0), ClientsOf(1),
         ClientsOf(2), by_node.ops.c_str(), by_node.p50.c_str(), by_node.p99.c_str(),
-        FLAGS_node0_role.c_str(), env.node0_is_master);
+        FLAGS_node0_role.c_str(), env.node0_is_master, uint64_t{FLAGS_checkpoint_interval},
+        uint64_t{FLAGS_log_keep}, env.checkpoints_made, env.log_start);
   } else {
     std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients "
                 "(%d/%d/%d on nodes 0/1/2), %d-byte values, %d s, %s, election %s",
@@ -375,6 +419,12 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
                 FLAGS_election ? "on" : "off");
     if (env.node0_is_master >= 0) {
       std::printf(" (node 0 %s)", env.node0_is_master ? "master" : "follower");
+    }
+    if (FLAGS_checkpoint_interval > 0) {
+      std::printf(", checkpoints every %" PRIu64 " keeping %" PRIu64 " (node 0 made %" PRIu64
+                  ", log starts at %" PRIu64 ")",
+                  uint64_t{FLAGS_checkpoint_interval}, uint64_t{FLAGS_log_keep},
+                  env.checkpoints_made, env.log_start);
     }
     std::printf("\n");
     std::printf("%12s %9s %9s %9s %9s %9s %11s %10s %9s  %s\n", "values/s", "MB/s", "p50 ms",
@@ -584,6 +634,8 @@ int RunNode() {
   options.batch_max_count = FLAGS_batch_count;
   options.batch_delay_ms = FLAGS_batch_delay_ms;
   options.master_election = FLAGS_election;
+  options.checkpoint_interval_instances = FLAGS_checkpoint_interval;
+  options.log_keep_instances = FLAGS_log_keep;
   std::vector<std::unique_ptr<CountingStateMachine>> machines;
   for (int g = 0; g < FLAGS_groups; ++g) {
     machines.push_back(std::make_unique<CountingStateMachine>());
@@ -650,6 +702,11 @@ int RunNode() {
   }
   uint64_t executed = 0;
   for (const auto& m : machines) executed += m->executed();
+  chorus::GroupStatus group0;
+  if (node->GetGroupStatus(0, &group0).ok()) {
+    env.checkpoints_made = group0.checkpoints_made;
+    env.log_start = group0.log_start;
+  }
   std::vector<int> node_of(results.size(), 0);
   s = CollectPeerResults(Clock::now() + std::chrono::seconds(30), &results, &node_of);
   if (!s.ok()) {
@@ -725,7 +782,9 @@ int RunParent(const char* argv0) {
         bool_flag("sync_writes", FLAGS_sync_writes), bool_flag("election", FLAGS_election),
         flag("run_dir", dir), flag("clients", std::to_string(FLAGS_clients)),
         flag("clients_on", FLAGS_clients_on), flag("value_size", std::to_string(FLAGS_value_size)),
-        bool_flag("batch", FLAGS_batch)};
+        bool_flag("batch", FLAGS_batch),
+        flag("checkpoint_interval", std::to_string(FLAGS_checkpoint_interval)),
+        flag("log_keep", std::to_string(FLAGS_log_keep))};
     if (i == 0) {
       args.insert(args.end(),
                   {"--run_clients", flag("seconds", std::to_string(FLAGS_seconds)),

@@ -2,6 +2,7 @@
 // checkpoint_transfer_receive.cc, the send side in checkpoint_transfer_send.cc.
 #include "node/checkpoint_transfer.h"
 
+#include <algorithm>
 #include <random>
 #include <system_error>
 #include <utility>
@@ -17,6 +18,10 @@ namespace {
 // is dropped (counted) and the receiver's timeout asks again.
 constexpr size_t kMaxReceiveJobs = 64;
 constexpr size_t kMaxSendJobs = 256;
+// ...and the CHUNK data queued for the receive thread at most this many
+// bytes (or one chunk, whichever is larger): a member flooding CHUNKs
+// cannot make this node buffer without bound.
+constexpr size_t kMaxReceiveBytes = 64u << 20;
 
 }  // namespace
 
@@ -61,6 +66,7 @@ void CheckpointTransfer::Stop() {
     stopping_ = true;
     dropped_.fetch_add(receive_jobs_.size() + send_jobs_.size(), std::memory_order_relaxed);
     receive_jobs_.clear();
+    receive_bytes_ = 0;
     send_jobs_.clear();
   }
   receive_wake_.notify_all();
@@ -86,7 +92,11 @@ bool CheckpointTransfer::Push(std::deque<Job>* queue, std::condition_variable* w
                               size_t max) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_ && queue->size() < max) {
+    const size_t bytes = job.msg.data.size();
+    const bool fits = queue != &receive_jobs_ || receive_bytes_ == 0 ||
+                      receive_bytes_ + bytes <= kMaxReceiveBytes;
+    if (!stopping_ && queue->size() < max && fits) {
+      if (queue == &receive_jobs_) receive_bytes_ += bytes;
       queue->push_back(std::move(job));
       wake->notify_one();
       return true;
@@ -112,8 +122,16 @@ void CheckpointTransfer::OnMessage(uint64_t from, uint32_t group, std::string by
     Count(&foreign_);
     return;
   }
-  if (FindGroup(group) == nullptr) {
+  GroupState* g = FindGroup(group);
+  if (g == nullptr) {
     Count(&unknown_group_);
+    return;
+  }
+  // A CHUNK or NONE while no transfer of the group runs answers nothing:
+  // drop it here rather than queue its data.
+  if (job.msg.type != CheckpointMessage::Type::kFetch &&
+      !g->running.load(std::memory_order_acquire)) {
+    Count(&stale_);
     return;
   }
   job.kind = Job::Kind::kMessage;
@@ -140,6 +158,17 @@ void CheckpointTransfer::Request(uint32_t group, uint64_t peer, uint64_t above) 
   if (!Push(&receive_jobs_, &receive_wake_, std::move(job), kMaxReceiveJobs)) {
     g->running.store(false, std::memory_order_release);
   }
+}
+
+CheckpointMessage CheckpointTransfer::Header(CheckpointMessage::Type type, uint32_t group,
+                                             uint64_t transfer_id) const {
+  CheckpointMessage m;
+  m.type = type;
+  m.cluster_id = options_.cluster_id;
+  m.group = group;
+  m.from = options_.self;
+  m.transfer_id = transfer_id;
+  return m;
 }
 
 bool CheckpointTransfer::pending(uint32_t group) const {
@@ -178,34 +207,37 @@ CheckpointTransferStats CheckpointTransfer::stats() const {
   return s;
 }
 
+int CheckpointTransfer::TakeJob(std::deque<Job>* queue, std::condition_variable* wake,
+                                Clock::time_point next, Job* job) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto ready = [&] { return stopping_ || !queue->empty(); };
+  if (next == Clock::time_point::max()) {
+    wake->wait(lock, ready);
+  } else {
+    wake->wait_until(lock, next, ready);
+  }
+  if (stopping_) return -1;
+  if (queue->empty()) return 0;  // the deadline passed
+  *job = std::move(queue->front());
+  queue->pop_front();
+  if (queue == &receive_jobs_) receive_bytes_ -= job->msg.data.size();
+  return 1;
+}
+
 void CheckpointTransfer::ReceiveLoop() {
   for (;;) {
-    Job job;
-    bool have = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // The earliest FETCH deadline (receive-thread state: read here only).
-      Clock::time_point next = Clock::time_point::max();
-      for (const auto& [index, g] : groups_) {
-        if (g->receive && g->receive->deadline < next) next = g->receive->deadline;
-      }
-      auto ready = [this] { return stopping_ || !receive_jobs_.empty(); };
-      if (next == Clock::time_point::max()) {
-        receive_wake_.wait(lock, ready);
-      } else {
-        receive_wake_.wait_until(lock, next, ready);
-      }
-      if (stopping_) return;
-      if (!receive_jobs_.empty()) {
-        job = std::move(receive_jobs_.front());
-        receive_jobs_.pop_front();
-        have = true;
-      }
+    // The earliest FETCH deadline (receive-thread state: read here only).
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [index, g] : groups_) {
+      if (g->receive && g->receive->deadline < next) next = g->receive->deadline;
     }
-    if (have) {
-      if (job.kind == Job::Kind::kRequest) {
-        HandleRequest(job);
-      } else if (job.msg.type == CheckpointMessage::Type::kChunk) {
+    Job job;
+    const int got = TakeJob(&receive_jobs_, &receive_wake_, next, &job);
+    if (got < 0) return;
+    if (got > 0 && job.kind == Job::Kind::kRequest) {
+      HandleRequest(job);
+    } else if (got > 0 && Answers(job.from, job.msg)) {
+      if (job.msg.type == CheckpointMessage::Type::kChunk) {
         HandleChunk(job.from, job.msg);
       } else {
         HandleNone(job.from, job.msg);
@@ -217,29 +249,15 @@ void CheckpointTransfer::ReceiveLoop() {
 
 void CheckpointTransfer::SendLoop() {
   for (;;) {
-    Job job;
-    bool have = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      Clock::time_point next = Clock::time_point::max();
-      for (const auto& [key, serving] : serving_) {
-        const auto expiry = serving.last_fetch + std::chrono::milliseconds(options_.pin_idle_ms);
-        if (expiry < next) next = expiry;
-      }
-      auto ready = [this] { return stopping_ || !send_jobs_.empty(); };
-      if (next == Clock::time_point::max()) {
-        send_wake_.wait(lock, ready);
-      } else {
-        send_wake_.wait_until(lock, next, ready);
-      }
-      if (stopping_) return;
-      if (!send_jobs_.empty()) {
-        job = std::move(send_jobs_.front());
-        send_jobs_.pop_front();
-        have = true;
-      }
+    // When the next idle pin expires (send-thread state).
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [key, serving] : serving_) {
+      next = std::min(next, serving.last_fetch + std::chrono::milliseconds(options_.pin_idle_ms));
     }
-    if (have) HandleFetch(job.from, job.msg);
+    Job job;
+    const int got = TakeJob(&send_jobs_, &send_wake_, next, &job);
+    if (got < 0) return;
+    if (got > 0) HandleFetch(job.from, job.msg);
     UnpinIdle(Clock::now());
   }
 }

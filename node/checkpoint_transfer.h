@@ -146,10 +146,20 @@ class CheckpointTransfer {
   bool pending(uint32_t group) const;
   GroupState* FindGroup(uint32_t group) const;
   bool Push(std::deque<Job>* queue, std::condition_variable* wake, Job job, size_t max);
+  // Waits for a job of `queue` until `next` (max(): no deadline): 1 with
+  // *job taken, 0 when the deadline passed, -1 when stopping.
+  int TakeJob(std::deque<Job>* queue, std::condition_variable* wake, Clock::time_point next,
+              Job* job);
+  // A message of this node about group's transfer `transfer_id`.
+  CheckpointMessage Header(CheckpointMessage::Type type, uint32_t group,
+                           uint64_t transfer_id) const;
   void ReceiveLoop();
   void SendLoop();
   // Receive side.
   void HandleRequest(const Job& job);
+  // Whether a CHUNK / NONE answers the group's running transfer (its id,
+  // the peer we ask now); counts it stale otherwise.
+  bool Answers(uint64_t from, const CheckpointMessage& msg);
   void HandleChunk(uint64_t from, const CheckpointMessage& msg);
   void HandleNone(uint64_t from, const CheckpointMessage& msg);
   void CheckTimeouts(Clock::time_point now);
@@ -178,6 +188,7 @@ class CheckpointTransfer {
   std::condition_variable receive_wake_;  // receive_jobs_ non-empty, or stopping_
   std::condition_variable send_wake_;     // send_jobs_ non-empty, or stopping_
   std::deque<Job> receive_jobs_;          // GUARDED_BY(mu_)
+  size_t receive_bytes_ = 0;              // GUARDED_BY(mu_): CHUNK data in receive_jobs_
   std::deque<Job> send_jobs_;             // GUARDED_BY(mu_)
   bool stopping_ = false;                 // GUARDED_BY(mu_)
   std::thread receive_thread_;

@@ -62,12 +62,7 @@ void CheckpointTransfer::HandleRequest(const Job& job) {
 
 void CheckpointTransfer::SendFetch(GroupState* g) {
   Receive* r = g->receive.get();
-  CheckpointMessage m;
-  m.type = CheckpointMessage::Type::kFetch;
-  m.cluster_id = options_.cluster_id;
-  m.group = g->group;
-  m.from = options_.self;
-  m.transfer_id = r->id;
+  CheckpointMessage m = Header(CheckpointMessage::Type::kFetch, g->group, r->id);
   m.instance = r->have_manifest ? r->manifest.instance : 0;
   m.above = r->above;
   m.offset = r->offset;
@@ -199,13 +194,16 @@ Status CheckpointTransfer::WriteChunk(GroupState* g, const std::string& data) {
   return Status::OK();
 }
 
+bool CheckpointTransfer::Answers(uint64_t from, const CheckpointMessage& msg) {
+  const Receive* r = FindGroup(msg.group)->receive.get();
+  if (r != nullptr && msg.transfer_id == r->id && from == r->peer()) return true;
+  Count(&stale_);  // another transfer's, or from a peer we no longer ask
+  return false;
+}
+
 void CheckpointTransfer::HandleChunk(uint64_t from, const CheckpointMessage& msg) {
   GroupState* g = FindGroup(msg.group);
-  Receive* r = g->receive.get();
-  if (r == nullptr || msg.transfer_id != r->id || from != r->peer()) {
-    Count(&stale_);
-    return;
-  }
+  Receive* r = g->receive.get();  // the caller checked: msg answers our current FETCH
   const bool new_instance =
       !msg.manifest.empty() && (!r->have_manifest || msg.instance != r->manifest.instance);
   if (new_instance) {
@@ -289,11 +287,7 @@ void CheckpointTransfer::HandleChunk(uint64_t from, const CheckpointMessage& msg
 
 void CheckpointTransfer::HandleNone(uint64_t from, const CheckpointMessage& msg) {
   GroupState* g = FindGroup(msg.group);
-  Receive* r = g->receive.get();
-  if (r == nullptr || msg.transfer_id != r->id || from != r->peer()) {
-    Count(&stale_);
-    return;
-  }
+  Receive* r = g->receive.get();  // the caller checked: msg answers our current FETCH
   Count(&nones_);
   CHORUS_LOG(logger_, kInfo, "group %u: node %llu has no checkpoint to send: %s", g->group,
              static_cast<unsigned long long>(from), msg.reason.c_str());

@@ -13,12 +13,7 @@ namespace chorus {
 
 void CheckpointTransfer::SendNone(uint64_t to, const CheckpointMessage& fetch,
                                   const std::string& reason) {
-  CheckpointMessage m;
-  m.type = CheckpointMessage::Type::kNone;
-  m.cluster_id = options_.cluster_id;
-  m.group = fetch.group;
-  m.from = options_.self;
-  m.transfer_id = fetch.transfer_id;
+  CheckpointMessage m = Header(CheckpointMessage::Type::kNone, fetch.group, fetch.transfer_id);
   m.reason = reason.substr(0, kMaxReasonBytes);
   transport_->Send(to, EncodeCheckpointMessage(m));
 }
@@ -71,12 +66,7 @@ void CheckpointTransfer::HandleFetch(uint64_t from, const CheckpointMessage& msg
     SendNone(from, msg, "offset beyond the checkpoint");
     return;
   }
-  CheckpointMessage reply;
-  reply.type = CheckpointMessage::Type::kChunk;
-  reply.cluster_id = options_.cluster_id;
-  reply.group = msg.group;
-  reply.from = options_.self;
-  reply.transfer_id = msg.transfer_id;
+  CheckpointMessage reply = Header(CheckpointMessage::Type::kChunk, msg.group, msg.transfer_id);
   reply.instance = sv.manifest.instance;
   reply.offset = offset;
   Status s = g->store->ReadChunk(sv.manifest, offset, options_.chunk_bytes, &reply.data);
@@ -103,6 +93,9 @@ void CheckpointTransfer::HandleFetch(uint64_t from, const CheckpointMessage& msg
   if (last && !sv.counted) {
     sv.counted = true;
     g->sent.fetch_add(1, std::memory_order_relaxed);
+    CHORUS_LOG(logger_, kInfo, "group %u: checkpoint %llu sent to node %llu (%llu bytes)",
+               msg.group, static_cast<unsigned long long>(sv.manifest.instance),
+               static_cast<unsigned long long>(from), static_cast<unsigned long long>(total));
   }
 }
 

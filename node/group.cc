@@ -388,6 +388,7 @@ void Group::ExecuteRound() {
                             " halted: the paxos log disagrees with a peer's (checksum mismatch)"));
   }
   log_start_.store(core_->log_start(), std::memory_order_release);
+  checkpoint_->EndOfRound();
   UpdateMaster();
   PublishMetrics(round);  // metrics (lane D): before the transfers' answers
   // Transfers whose hand-over this round sent; answered after the snapshot,

@@ -73,7 +73,6 @@ Status GroupCheckpoint::LoadInto(const CheckpointManifest& m, int id, StateMachi
 
 Status GroupCheckpoint::Restore(paxos::Core* core, LogStorage* log, paxos::Outputs* out) {
   for (const auto& [id, sm] : *machines_) (*applied_from_)[id] = sm->GetCheckpointInstanceId(group_);
-  ResetSamples(core->chosen_end());
   last_ = core->log_start();
   CheckpointManifest c;
   if (!store_ || !store_->Newest(&c).ok()) return Status::OK();
@@ -103,7 +102,6 @@ Status GroupCheckpoint::Restore(paxos::Core* core, LogStorage* log, paxos::Outpu
   // Values chosen at and above it that recovery found: Replay executes them
   // from the log (they are there), so the first round must not again.
   installed.chosen.clear();
-  ResetSamples(core->chosen_end());
   *out = std::move(installed);
   return Status::OK();
 }
@@ -122,6 +120,8 @@ Status GroupCheckpoint::Replay(paxos::Core* core,
         " (trimmed) and no stored checkpoint covers the gap (was the checkpoint dir '" +
         CheckpointDirOf(*options_, group_) + "' lost?)");
   }
+  // The byte margin counts from here: what lies below is not known.
+  ResetSamples(from);
   for (uint64_t i = from; i < end; ++i) {
     paxos::ChosenValue chosen;
     Status s = core->ReadChosen(i, &chosen);
@@ -272,7 +272,7 @@ void GroupCheckpoint::MaybeMake(paxos::Core* core, uint64_t executed) {
 void GroupCheckpoint::OnMade(paxos::Core* core, uint64_t instance, const Status& status,
                              paxos::Outputs* step) {
   step->Clear();
-  making_.store(false, std::memory_order_release);
+  finished_ = true;  // making() ends with the round that executes this trim
   if (!status.ok()) {
     CHORUS_LOG(logger_, kWarning, "%s: checkpoint at %llu failed (the previous one stays; trying "
                "again at the next interval): %s", GroupName(group_).c_str(),
@@ -284,6 +284,12 @@ void GroupCheckpoint::OnMade(paxos::Core* core, uint64_t instance, const Status&
   // Durable now (Commit fsynced it): the core may trim behind it. A newer
   // one loaded meanwhile makes this a no-op in the core.
   core->OnCheckpoint(std::min(instance, core->chosen_end()), TrimLimit(making_bytes_), step);
+}
+
+void GroupCheckpoint::EndOfRound() {
+  if (!finished_) return;
+  finished_ = false;
+  making_.store(false, std::memory_order_release);
 }
 
 uint64_t GroupCheckpoint::OnLoad(paxos::Core* core, uint64_t instance, paxos::Outputs* step) {

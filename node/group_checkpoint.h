@@ -109,6 +109,9 @@ class GroupCheckpoint {
   // Returns `instance` when it was installed (the next instance to execute
   // now), 0 when not (stale, or an error: logged, the old state stays).
   uint64_t OnLoad(paxos::Core* core, uint64_t instance, paxos::Outputs* step);
+  // At the end of every round, once Group published its log start: ends
+  // making() for a checkpoint whose OnMade came before this round.
+  void EndOfRound();
   // The group halted: make nothing more.
   void Halt() { halted_ = true; }
 
@@ -118,7 +121,8 @@ class GroupCheckpoint {
   uint64_t checkpoint_instance() const { return store_ ? store_->newest_instance() : 0; }
   uint64_t made() const { return made_.load(std::memory_order_relaxed); }
   uint64_t loaded() const { return loaded_.load(std::memory_order_relaxed); }
-  // Whether a checkpoint is being written now (for tests).
+  // Whether a checkpoint is being written now, or its trim is not yet
+  // executed and published (GetMinChosenInstanceId). For tests.
   bool making() const { return making_.load(std::memory_order_acquire); }
 
  private:
@@ -152,6 +156,7 @@ class GroupCheckpoint {
   // ---- Loop thread only ----
   bool supported_ = true;   // false once a state machine said NotSupported
   bool halted_ = false;
+  bool finished_ = false;   // OnMade ran; EndOfRound clears making_
   uint64_t last_ = 0;       // instance of the last checkpoint made, tried or loaded
   bool warned_no_store_ = false;
   // The byte margin: (instance, bytes of the values applied since the

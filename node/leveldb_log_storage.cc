@@ -12,7 +12,10 @@
 #include <leveldb/write_batch.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <mutex>
+#include <system_error>
+#include <thread>
 
 #include "chorus/leveldb_log_storage.h"
 #include "node/leveldb_log_format.h"
@@ -87,6 +90,12 @@ class LevelDbLogStorage : public LogStorage {
       : dir_(std::move(dir)), cache_(std::move(cache)), db_(std::move(db)) {}
 
   ~LevelDbLogStorage() override {
+    {
+      std::lock_guard<std::mutex> l(compact_mu_);
+      compact_stopping_ = true;
+    }
+    compact_cv_.notify_all();
+    if (compactor_.joinable()) compactor_.join();  // runs the compaction still due
     db_.reset();  // the database uses the cache: close it first
     cache_.reset();
   }
@@ -108,10 +117,17 @@ class LevelDbLogStorage : public LogStorage {
     leveldb::WriteBatch wb;
     if (batch.delete_below > 0) {
       // Deletes go first: a record in this same batch is kept even if its id
-      // is below delete_below (leveldb applies a batch in order).
+      // is below delete_below (leveldb applies a batch in order). Nothing
+      // lies below the smallest record: start there, not at the tombstones
+      // of earlier trims.
+      uint64_t first = 0;
+      {
+        std::lock_guard<std::mutex> l(bounds_mu_);
+        if (has_records_) first = min_;
+      }
       std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
       const std::string end = RecordKey(batch.delete_below);
-      for (it->Seek(RecordKey(0)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
+      for (it->Seek(RecordKey(first)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
         wb.Delete(it->key());
       }
       if (!it->status().ok()) {
@@ -131,6 +147,7 @@ class LevelDbLogStorage : public LogStorage {
     leveldb::Status s = db_->Write(wo, &wb);
     if (!s.ok()) return FromLevelDb("log in '" + dir_ + "': write failed", s);
 
+    if (batch.delete_below > 0) ScheduleCompaction(batch.delete_below);
     std::lock_guard<std::mutex> l(bounds_mu_);
     if (batch.delete_below > 0) return ScanBoundsLocked();
     for (const auto& rec : batch.records) {
@@ -169,6 +186,43 @@ class LevelDbLogStorage : public LogStorage {
   }
 
  private:
+  // A trim leaves a tombstone per record, which every scan from the log's
+  // start (the bounds, at Open and after each trim) steps over until
+  // leveldb compacts it away, with the value it hides. Compacting the
+  // trimmed range right away keeps a restart after a trim fast and the
+  // directory small; it runs on a thread of this storage (started by the
+  // first trim), never on the writer's.
+  void ScheduleCompaction(uint64_t below) {
+    std::lock_guard<std::mutex> l(compact_mu_);
+    compact_below_ = std::max(compact_below_, below);
+    if (!compactor_.joinable() && !compact_stopping_) {
+      try {
+        compactor_ = std::thread([this] { CompactLoop(); });
+      } catch (const std::system_error&) {
+        return;  // leveldb compacts on its own, later
+      }
+    }
+    compact_cv_.notify_one();
+  }
+
+  void CompactLoop() {
+    uint64_t done = 0;
+    std::unique_lock<std::mutex> l(compact_mu_);
+    for (;;) {
+      compact_cv_.wait(l, [&] { return compact_stopping_ || compact_below_ > done; });
+      // A trim not compacted yet is, even when closing: the next Open then
+      // finds no tombstones (closing takes that long, once).
+      if (compact_below_ <= done) return;
+      const uint64_t below = compact_below_;
+      l.unlock();
+      const std::string end = RecordKey(below);
+      const leveldb::Slice limit(end);
+      db_->CompactRange(nullptr, &limit);  // thread-safe; its errors resurface on reads
+      l.lock();
+      done = below;
+    }
+  }
+
   Status ReadValue(const std::string& key, const std::string& what, std::string* payload) {
     leveldb::ReadOptions ro;
     ro.verify_checksums = true;
@@ -211,6 +265,12 @@ class LevelDbLogStorage : public LogStorage {
   std::unique_ptr<leveldb::DB> db_;        // thread-safe by itself
 
   std::mutex write_mu_;  // serializes Write()
+
+  std::mutex compact_mu_;
+  std::condition_variable compact_cv_;  // compact_below_ raised, or stopping
+  uint64_t compact_below_ = 0;          // GUARDED_BY(compact_mu_): the highest trim point
+  bool compact_stopping_ = false;       // GUARDED_BY(compact_mu_)
+  std::thread compactor_;               // started under compact_mu_, joined by the destructor
 
   std::mutex bounds_mu_;
   bool has_records_ = false;  // GUARDED_BY(bounds_mu_)

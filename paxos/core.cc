@@ -112,7 +112,7 @@ bool ValidEnvelope(const std::string& v, const CoreOptions& o, bool check_size) 
 // that are envelopes. Returns false (and why) for a malformed message.
 bool WellFormed(const PaxosMsg& m, const CoreOptions& o, std::string* why) {
   if (m.instance() >= kMaxInstanceId || m.chosen_end() > kMaxInstanceId ||
-      m.reported_end() > kMaxInstanceId) {
+      m.reported_end() > kMaxInstanceId || m.log_start() >= kMaxInstanceId) {
     *why = "an instance id at or above the ceiling";
     return false;
   }

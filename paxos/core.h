@@ -10,7 +10,8 @@
 // path), Learner (learner.h: chosen notices, catch-up, chained checksums,
 // in-order delivery), Master (master.h: election, the acceptors' lease
 // grants, heartbeats, read barriers, forwarding and transfer; only with
-// CoreOptions::master_election).
+// CoreOptions::master_election), LogTrimmer (trim.h: the log's start,
+// trimming behind checkpoints, checkpoint installs, "use a checkpoint").
 //
 // How a runtime drives a Core
 // ---------------------------
@@ -34,12 +35,13 @@
 //   2. send every out.messages entry (kBroadcast: every other member);
 //      serve every out.catchup_reads entry (paxos/catchup.h: ReadCatchup,
 //      then send its reply to read.peer when reply.bytes is not empty,
-//      which may be a "use a checkpoint" answer with no entries): after step 1 returned, on any
-//      thread, in any order with the sends; or drop it (best effort too);
+//      which may be a "use a checkpoint" answer with no entries): after
+//      step 1 returned, on any thread, in any order with the sends; or
+//      drop it (best effort too);
 //   3. apply out.chosen to the state machines in order, then wake the
 //      waiters of out.finished and out.barriers; report out.master when
 //      out.master_changed;
-//      Start fetching a checkpoint for out.checkpoint_needed (unless a
+//      start fetching a checkpoint for out.checkpoint_needed (unless a
 //      transfer runs); once it is stored, load it into the state machines,
 //      then call InstallCheckpoint (on the loop, between rounds; trim.h);
 //   4. start out.timers (call OnTimeout(id) after delay_ms on a monotonic
@@ -50,7 +52,8 @@
 //
 // Thread safety: none. One group = one thread (the group's event loop) calls
 // every method. The borrowed LogStorage is only read by the core (recovery,
-// ReadChosen, an ACCEPT for an instance chosen long ago); all writes are
+// ReadChosen, an ACCEPT for an instance chosen long ago, the one record
+// OnCheckpoint reads for the chain's start); all writes are
 // outputs, and so are the catch-up reads of values evicted from its cache
 // (Outputs::catchup_reads), which the runtime serves off its loop.
 //
@@ -370,7 +373,10 @@ class Core {
   //   - proposals of this node in flight at an instance below `instance`
   //     end with Stopped("outcome unknown: ...") (their value may have been
   //     chosen there: never re-proposed; the runtime reports them as
-  //     indeterminate); queued ones go on at the new chosen_end;
+  //     indeterminate); queued ones go on at the new chosen_end (master
+  //     election: a proposal forwarded to the master is not tied to an
+  //     instance here, and ends as before: applied, cancelled, or the
+  //     runtime's deadline);
   //   - pending chosen values from `instance` on are applied (out->chosen).
   // Returns OK; InvalidArgument for an instance >= kMaxInstanceId; Stopped
   // when halted (nothing changes).

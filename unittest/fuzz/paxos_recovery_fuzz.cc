@@ -6,10 +6,14 @@
 // recovered votes). Input: entries, each
 //   tag (1) | len (2, little-endian) | len bytes
 // tag & 3: 0 or 1: a record at instance tag >> 2 (0..63); 2: the promise
-// variable; 3: the window variable. Bad logs must give a Status, never a
-// crash; a core that opened must keep chosen_end within the log.
+// variable; 3: the window variable (tag >> 2 even) or the log start
+// variable (odd: a LogStartPb, trim.h). Bad logs must give a Status, never a
+// crash; a core that opened must keep chosen_end within the log (or at its
+// log start), and its log start at or below chosen_end, also after a trim
+// and a checkpoint install.
 // A break is __builtin_trap().
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -18,6 +22,7 @@
 #include "paxos.pb.h"
 #include "paxos/acceptor.h"
 #include "paxos/core.h"
+#include "paxos/trim.h"
 #include "unittest/fuzz/fuzz_require.h"
 #include "unittest/fuzz/paxos_fuzz_input.h"
 #include "unittest/support/mem_log_storage.h"
@@ -43,7 +48,10 @@ void Run(const uint8_t* p, const uint8_t* end) {
     if ((tag & 3) < 2) {
       records[tag >> 2] = std::move(bytes);
     } else {
-      variables[(tag & 3) == 2 ? kPromiseVariable : kWindowVariable] = std::move(bytes);
+      const char* name = (tag & 3) == 2          ? kPromiseVariable
+                         : ((tag >> 2) & 1) == 0 ? kWindowVariable
+                                                 : kLogStartVariable;
+      variables[name] = std::move(bytes);
     }
   }
   // One batch, each key once (the LogStorage contract).
@@ -59,7 +67,13 @@ void Run(const uint8_t* p, const uint8_t* end) {
     Require(core == nullptr);
     return;
   }
-  Require(core->chosen_end() <= (records.empty() ? 0 : records.rbegin()->first + 1));
+  uint64_t start = 0;
+  uint32_t checksum = 0;
+  if (!ReadLogStart(&log, &start, &checksum).ok()) start = 0;
+  Require(core->log_start() == start);
+  Require(core->chosen_end() <=
+          std::max<uint64_t>(start, records.empty() ? 0 : records.rbegin()->first + 1));
+  Require(core->log_start() <= core->chosen_end());
   Outputs out;
   core->Start(&out);
   for (uint64_t i = 0; i < core->chosen_end(); ++i) {
@@ -75,6 +89,14 @@ void Run(const uint8_t* p, const uint8_t* end) {
   ask.set_instance(0);
   core->OnMessage(ask.SerializeAsString(), &out, 1);
   core->Propose(1, "v", &out);
+  // A checkpoint at chosen_end trims; one beyond it installs.
+  const uint64_t chosen = core->chosen_end();
+  core->OnCheckpoint(chosen, UINT64_MAX, &out);
+  Require(core->log_start() <= core->chosen_end());
+  const Status installed = core->InstallCheckpoint(chosen + 3, checksum, &out);
+  Require(installed.ok() || installed.IsStopped() || installed.IsInvalidArgument());
+  Require(!installed.ok() || core->chosen_end() >= chosen + 3);
+  Require(core->log_start() <= core->chosen_end());
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "chorus/leveldb_log_storage.h"
@@ -193,6 +195,44 @@ TEST_F(LevelDbLogStorageTest, DeleteBelow) {
   EXPECT_TRUE(storage_->GetMaxInstanceId(&max).IsNotFound());
   // Variables are not records and survive trimming.
   ASSERT_TRUE(storage_->GetVariable("checkpoint", &v).ok());
+}
+
+// A trim's tombstones (and the values they hide) are compacted away off the
+// writer's thread: the directory shrinks, and a reopen does not step over
+// them to find the log's start.
+TEST_F(LevelDbLogStorageTest, DeleteBelowCompactsTheTrimmedRange) {
+  auto dir_bytes = [&] {
+    uint64_t total = 0;
+    std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir_.c_str()), closedir);
+    while (struct dirent* e = readdir(d.get())) {
+      struct stat st;
+      if (stat((dir_ + "/" + e->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        total += static_cast<uint64_t>(st.st_size);
+      }
+    }
+    return total;
+  };
+  Open();
+  const std::string big(1024, 'r');
+  for (uint64_t first = 0; first < 4000; first += 500) {
+    LogWriteBatch b;
+    for (uint64_t i = first; i < first + 500; ++i) b.records.emplace_back(i, big);
+    ASSERT_TRUE(storage_->Write(b, false).ok());
+  }
+  const uint64_t before = dir_bytes();
+  ASSERT_GT(before, 4000u * 1024);
+  LogWriteBatch trim;
+  trim.delete_below = 3900;
+  ASSERT_TRUE(storage_->Write(trim, true).ok());
+  storage_.reset();  // waits for the compaction under way
+  EXPECT_LT(dir_bytes(), before / 4);
+  Open();
+  uint64_t min = 0;
+  ASSERT_TRUE(storage_->GetMinInstanceId(&min).ok());
+  EXPECT_EQ(min, 3900u);
+  std::string rec;
+  EXPECT_TRUE(storage_->Get(3899, &rec).IsNotFound());
+  ASSERT_TRUE(storage_->Get(3999, &rec).ok());
 }
 
 TEST_F(LevelDbLogStorageTest, BatchIsAtomic) {

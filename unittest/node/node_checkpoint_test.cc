@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +22,7 @@
 #include "chorus/leveldb_log_storage.h"
 #include "chorus/node.h"
 #include "node/checkpoint_store.h"
+#include "node/checkpoint_worker.h"
 #include "node/fs_util.h"
 #include "node/node_impl.h"
 #include "node/options_validation.h"
@@ -69,6 +72,7 @@ class CkCluster {
 
   uint64_t interval = 40;
   uint64_t keep = 10;
+  uint64_t keep_bytes = 0;
   // leveldb memtable of each log: small, so that the size on disk follows
   // the live records in a short test.
   size_t write_buffer_bytes = 64 << 10;
@@ -88,6 +92,7 @@ class CkCluster {
     o.propose_timeout_ms = 20000;
     o.checkpoint_interval_instances = interval;
     o.log_keep_instances = keep;
+    o.log_keep_bytes = keep_bytes;
     o.log_level = LogLevel::kNone;
     // The default leveldb log, with a small memtable; the test keeps a
     // pointer to read its bounds (LogStorage reads are thread-safe).
@@ -173,9 +178,10 @@ class CkCluster {
       return true;
     });
   }
-  // Proposes from node 0 in small steps until `done` holds (at most `max` values).
-  bool ProposeUntil(const std::function<bool()>& done, int max = 2000) {
-    for (int n = 0; n < max && !done(); n += 5) ProposeMany(0, 5);
+  // Proposes from node 0 (to state machine `sm`) in small steps until
+  // `done` holds (at most `max` values).
+  bool ProposeUntil(const std::function<bool()>& done, int sm = 0, int max = 2000) {
+    for (int n = 0; n < max && !done(); n += 5) ProposeMany(0, 5, 16, sm);
     return WaitUntil(done);
   }
   // No checkpoint is being written on node i (so counters are settled).
@@ -192,6 +198,12 @@ class CkCluster {
   std::vector<LogStorage*> logs_;  // borrowed from the running nodes
   int value_seq_ = 0;
 };
+
+GroupStatus StatusOf(Node* node) {
+  GroupStatus st;
+  EXPECT_TRUE(node->GetGroupStatus(0, &st).ok());
+  return st;
+}
 
 TEST(NodeCheckpointTest, CheckpointsAreMadeAndTheLogStaysFlat) {
   CkCluster c;
@@ -232,12 +244,6 @@ TEST(NodeCheckpointTest, CheckpointsAreMadeAndTheLogStaysFlat) {
   EXPECT_LT(late, kRounds * c.interval * 1024) << "the log keeps everything";
 }
 
-GroupStatus StatusOf(Node* node) {
-  GroupStatus st;
-  EXPECT_TRUE(node->GetGroupStatus(0, &st).ok());
-  return st;
-}
-
 TEST(NodeCheckpointTest, RestartLoadsTheCheckpointAndReplaysOnlyTheLogAfterIt) {
   CkCluster c;
   c.StartAll();
@@ -275,13 +281,38 @@ TEST(NodeCheckpointTest, RestartLoadsTheCheckpointAndReplaysOnlyTheLogAfterIt) {
   EXPECT_EQ(c.machine(0)->violations(), 0u);
 }
 
+TEST(NodeCheckpointTest, TheByteMarginKeepsThatManyBytesOfValues) {
+  CkCluster c;
+  c.keep = 0;                // the instance margin alone would trim at the checkpoint
+  c.keep_bytes = 25 * 1024;  // ~25 of the 1 KiB values
+  c.StartAll();
+  for (int r = 0; r < 6; ++r) {
+    c.ProposeMany(0, static_cast<int>(c.interval), 1024);
+    ASSERT_TRUE(c.Converged({0, 1, 2}));
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(c.Settled(i));
+    for (int i = 0; i < 3; ++i) {
+      const GroupStatus st = StatusOf(c.node(i));
+      if (st.log_start == 0) continue;
+      // Each value is 1 KiB and a bit of envelope: 25 KiB take at most 25.
+      EXPECT_GE(st.checkpoint_instance - st.log_start, 24u) << "node " << i << " round " << r;
+      EXPECT_LE(st.checkpoint_instance - st.log_start, 26u + c.interval / 16)
+          << "node " << i << " round " << r;
+    }
+  }
+  // It did trim.
+  for (int i = 0; i < 3; ++i) EXPECT_GT(c.node(i)->GetMinChosenInstanceId(0), 0u) << i;
+}
+
 TEST(NodeCheckpointTest, SeveralStateMachinesReplayFromTheSmallestCheckpoint) {
   CkCluster c(/*machines_per_node=*/2);
   c.StartAll();
   for (int k = 0; k < 6; ++k) c.ProposeMany(k % 3, static_cast<int>(c.interval / 2), 16, 1 + k % 2);
-  ASSERT_TRUE(c.ProposeUntil([&] {
-    return c.Settled(0) && c.node(0)->GetNowInstanceId(0) > StatusOf(c.node(0)).checkpoint_instance;
-  }));
+  ASSERT_TRUE(c.ProposeUntil(
+      [&] {
+        return c.Settled(0) &&
+               c.node(0)->GetNowInstanceId(0) > StatusOf(c.node(0)).checkpoint_instance;
+      },
+      /*sm=*/2));
   ASSERT_TRUE(c.Converged({0, 1, 2}));
   ASSERT_TRUE(c.Settled(0));
   const uint64_t checkpoint = StatusOf(c.node(0)).checkpoint_instance;
@@ -299,15 +330,22 @@ TEST(NodeCheckpointTest, SeveralStateMachinesReplayFromTheSmallestCheckpoint) {
   // State machine 1 keeps its state durably (it reports [0, end) as its
   // own); state machine 2 is in memory and starts empty.
   c.machine(0, 0)->set_reported_checkpoint(end);
-  c.machine(0, 0)->Reset();
+  const uint64_t sm1_executes = c.machine(0, 0)->executes();
   c.machine(0, 1)->Reset();
   ASSERT_TRUE(c.Start(0).ok());
+  // The replay starts at the smaller of the two (the checkpoint loaded into
+  // state machine 2), and state machine 1 skips what it reflects already.
   EXPECT_TRUE(c.machine(0, 0)->loads().empty());
-  EXPECT_EQ(c.machine(0, 0)->executes(), 0u);
+  EXPECT_EQ(c.machine(0, 0)->executes(), sm1_executes);
+  EXPECT_EQ(c.machine(0, 0)->state(), sm1);
   EXPECT_EQ(c.machine(0, 1)->loads(), std::vector<uint64_t>{checkpoint});
   EXPECT_EQ(c.machine(0, 1)->executes(), end - checkpoint);
   EXPECT_EQ(c.machine(0, 1)->state(), sm2);
-  (void)sm1;
+  // Both go on with the others.
+  c.ProposeMany(1, 10, 16, 1);
+  c.ProposeMany(2, 10, 16, 2);
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  EXPECT_EQ(c.machine(0, 0)->violations() + c.machine(0, 1)->violations(), 0u);
 }
 
 TEST(NodeCheckpointTest, AStateMachineWithoutCheckpointsKeepsTheWholeLog) {
@@ -369,6 +407,28 @@ TEST(NodeCheckpointTest, ALostCheckpointDirUnderATrimmedLogIsAClearError) {
   EXPECT_NE(s.ToString().find("checkpoint dir"), std::string::npos) << s.ToString();
 }
 
+// Copies the newest checkpoint of `from` into `to` the way a transfer does:
+// the files into a staging dir, then Commit with the sender's manifest
+// (which verifies every file). Returns the manifest.
+CheckpointManifest CopyNewest(CheckpointStore* from, CheckpointStore* to) {
+  CheckpointManifest m;
+  EXPECT_TRUE(from->Newest(&m).ok());
+  EXPECT_TRUE(from->Pin(m.instance).ok());
+  std::string staging;
+  EXPECT_TRUE(to->BeginStaging(&staging).ok());
+  for (const CheckpointFile& f : m.files) {
+    std::string data;
+    EXPECT_TRUE(ReadWholeFile(from->DirOf(m.instance) + "/" + f.path, &data).ok());
+    const std::string path = staging + "/" + f.path;
+    EXPECT_TRUE(CreateDirs(path.substr(0, path.rfind('/'))).ok());
+    EXPECT_TRUE(WriteWholeFile(path, data).ok());
+  }
+  from->Unpin(m.instance);
+  CheckpointManifest received = m;
+  EXPECT_TRUE(to->Commit(staging, &received).ok());
+  return m;
+}
+
 // What the transfer (lane B2) does, by hand: node 0 starts after its peers
 // trimmed past everything it has, gets their newest checkpoint committed
 // into its store, and is told to load it; it then catches up by log.
@@ -391,23 +451,8 @@ TEST(NodeCheckpointTest, ANodeBehindEveryLogLoadsAStoredCheckpointAndCatchesUp) 
   c.machine(0)->fail_loads(1);  // the first load fails: the old state stays
   ASSERT_TRUE(c.Start(0).ok());
 
-  CheckpointStore* from = GroupOf(c.node(1))->checkpoint_store();
-  CheckpointManifest m;
-  ASSERT_TRUE(from->Newest(&m).ok());
-  ASSERT_TRUE(from->Pin(m.instance).ok());
-  CheckpointStore* to = GroupOf(c.node(0))->checkpoint_store();
-  std::string staging;
-  ASSERT_TRUE(to->BeginStaging(&staging).ok());
-  for (const CheckpointFile& f : m.files) {
-    std::string data;
-    ASSERT_TRUE(ReadWholeFile(from->DirOf(m.instance) + "/" + f.path, &data).ok());
-    const std::string path = staging + "/" + f.path;
-    ASSERT_TRUE(CreateDirs(path.substr(0, path.rfind('/'))).ok());
-    ASSERT_TRUE(WriteWholeFile(path, data).ok());
-  }
-  from->Unpin(m.instance);
-  CheckpointManifest received = m;
-  ASSERT_TRUE(to->Commit(staging, &received).ok());
+  const CheckpointManifest m = CopyNewest(GroupOf(c.node(1))->checkpoint_store(),
+                                         GroupOf(c.node(0))->checkpoint_store());
   GroupOf(c.node(0))->PostLoadCheckpoint(m.instance);
 
   ASSERT_TRUE(c.Converged({0, 1, 2}));
@@ -425,6 +470,68 @@ TEST(NodeCheckpointTest, ANodeBehindEveryLogLoadsAStoredCheckpointAndCatchesUp) 
   ASSERT_TRUE(c.Start(0).ok());
   EXPECT_EQ(c.machine(0)->state(), before);
   EXPECT_EQ(c.machine(0)->violations(), 0u);
+}
+
+// A crash after a received checkpoint was committed to the store and
+// before the core installed it: the restart installs it (Open returns with
+// the chosen prefix at the checkpoint), and the node catches up from there.
+TEST(NodeCheckpointTest, ARestartInstallsAStoredCheckpointAheadOfTheLog) {
+  CkCluster c;
+  ASSERT_TRUE(c.Start(1).ok());
+  ASSERT_TRUE(c.Start(2).ok());
+  c.ProposeMany(1, static_cast<int>(3 * c.interval));
+  ASSERT_TRUE(c.Converged({1, 2}));
+  ASSERT_TRUE(c.Settled(1));
+  Logger quiet(nullptr, LogLevel::kNone);
+  std::unique_ptr<CheckpointStore> store;
+  ASSERT_TRUE(CheckpointStore::Open(c.data_dir(0) + "/checkpoints/g0", 31, 0, &quiet, &store).ok());
+  const CheckpointManifest m = CopyNewest(GroupOf(c.node(1))->checkpoint_store(), store.get());
+  store.reset();
+  ASSERT_TRUE(c.Start(0).ok());  // its log is empty: the checkpoint is ahead of it
+  EXPECT_EQ(c.machine(0)->loads(), std::vector<uint64_t>{m.instance});
+  EXPECT_GE(c.node(0)->GetNowInstanceId(0), m.instance);
+  EXPECT_EQ(c.node(0)->GetMinChosenInstanceId(0), m.instance);
+  c.ProposeMany(1, 10);
+  ASSERT_TRUE(c.Converged({0, 1, 2}));
+  EXPECT_EQ(c.machine(0)->violations(), 0u);
+}
+
+TEST(NodeCheckpointTest, TheWorkerRunsJobsInOrderAndDropsTheQueuedOnesAtStop) {
+  CheckpointWorker worker(2);
+  ASSERT_TRUE(worker.Start().ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<int> ran;
+  auto job = [&](int n, bool block) {
+    return [&, n, block] {
+      std::unique_lock<std::mutex> lock(mu);
+      ran.push_back(n);
+      cv.notify_all();
+      if (block) cv.wait(lock, [&] { return release; });
+    };
+  };
+  ASSERT_TRUE(worker.Submit(job(1, true)));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !ran.empty(); });  // job 1 runs and blocks
+  }
+  ASSERT_TRUE(worker.Submit(job(2, false)));
+  ASSERT_TRUE(worker.Submit(job(3, false)));
+  EXPECT_FALSE(worker.Submit(job(4, false)));  // two already wait
+  EXPECT_EQ(worker.dropped(), 1u);
+  std::thread stopper([&] { worker.Stop(); });
+  // Stop drops 2 and 3, then waits for 1.
+  ASSERT_TRUE(WaitUntil([&] { return worker.dropped() == 3; }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  stopper.join();
+  EXPECT_EQ(ran, std::vector<int>{1});
+  EXPECT_EQ(worker.completed(), 1u);
+  EXPECT_FALSE(worker.Submit(job(5, false)));
 }
 
 TEST(NodeCheckpointTest, BadCheckpointOptionsAreRefused) {

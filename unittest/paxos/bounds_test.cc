@@ -36,17 +36,6 @@ PaxosMsg Accept(uint64_t instance, Ballot b, uint64_t from, const std::string& v
   return m;
 }
 
-// The messages of one step, parsed.
-std::vector<PaxosMsg> Parse(const Outputs& out) {
-  std::vector<PaxosMsg> v;
-  for (const auto& m : out.messages) {
-    PaxosMsg p;
-    EXPECT_TRUE(p.ParseFromString(m.bytes));
-    v.push_back(p);
-  }
-  return v;
-}
-
 void Small(CoreOptions* o) {
   o->max_inflight = 4;
   o->window = 8;
@@ -78,7 +67,7 @@ TEST(BoundsTest, FarAcceptIsRefusedAsBehindAndChangesNothing) {
   EXPECT_TRUE(out.persist.empty()) << "a refused ACCEPT must write nothing";
   EXPECT_EQ(h.core(0)->promised(), before) << "and must not raise the promise";
   bool behind = false;
-  for (const PaxosMsg& m : Parse(out)) {
+  for (const PaxosMsg& m : testing::ParseMessages(out)) {
     EXPECT_NE(m.type(), ACCEPTED);
     if (m.type() == ACCEPT_BEHIND) {
       behind = true;
@@ -90,8 +79,8 @@ TEST(BoundsTest, FarAcceptIsRefusedAsBehindAndChangesNothing) {
   // One below the window's end is accepted.
   a = Accept(7, Ballot(5, 2), 2, EncodeValue(2, 1, "near"));
   ASSERT_TRUE(h.core(0)->OnMessage(a.SerializeAsString(), &out).ok());
-  ASSERT_FALSE(Parse(out).empty());
-  EXPECT_EQ(Parse(out)[0].type(), ACCEPTED);
+  ASSERT_FALSE(testing::ParseMessages(out).empty());
+  EXPECT_EQ(testing::ParseMessages(out)[0].type(), ACCEPTED);
 }
 
 // Node 2 learns instance 0, then misses 1..11 while nodes 0 and 1 choose
@@ -219,9 +208,9 @@ TEST(BoundsTest, FarChosenIsIgnoredAndNoHugeNoopFill) {
   Outputs out;
   PaxosMsg p = Msg(PREPARE, 0, Ballot(3, 2), 2);
   ASSERT_TRUE(h.core(0)->OnMessage(p.SerializeAsString(), &out).ok());
-  ASSERT_EQ(Parse(out).size(), 1u);
-  EXPECT_EQ(Parse(out)[0].type(), PROMISE);
-  EXPECT_EQ(Parse(out)[0].accepted_size(), 0);
+  ASSERT_EQ(testing::ParseMessages(out).size(), 1u);
+  EXPECT_EQ(testing::ParseMessages(out)[0].type(), PROMISE);
+  EXPECT_EQ(testing::ParseMessages(out)[0].accepted_size(), 0);
   // At the instance ceiling the message is malformed.
   c.set_instance(kU64Max);
   EXPECT_TRUE(h.core(0)->OnMessage(c.SerializeAsString(), &out).IsCorruption());
@@ -272,8 +261,8 @@ TEST(BoundsTest, PromiseNeverReportsMoreThanWindowValues) {
   h.net().clear();
   PaxosMsg p = Msg(PREPARE, 0, Ballot(3, 2), 2);
   ASSERT_TRUE(h.core(0)->OnMessage(p.SerializeAsString(), &out).ok());
-  ASSERT_EQ(Parse(out).size(), 1u);
-  const PaxosMsg promise = Parse(out)[0];
+  ASSERT_EQ(testing::ParseMessages(out).size(), 1u);
+  const PaxosMsg promise = testing::ParseMessages(out)[0];
   ASSERT_EQ(promise.type(), PROMISE);
   EXPECT_EQ(promise.accepted_size(), 8) << "instances 0..7, one of them reported chosen";
   EXPECT_EQ(promise.reported_end(), 0u) << "complete";
@@ -298,7 +287,7 @@ TEST(BoundsTest, PromiseStopsAtTheByteBudgetAndSaysWhere) {
   h.net().clear();
   PaxosMsg p = Msg(PREPARE, 0, Ballot(3, 2), 2);
   ASSERT_TRUE(h.core(0)->OnMessage(p.SerializeAsString(), &out).ok());
-  const PaxosMsg promise = Parse(out).at(0);
+  const PaxosMsg promise = testing::ParseMessages(out).at(0);
   ASSERT_EQ(promise.type(), PROMISE);
   size_t bytes = 0;
   for (const AcceptedEntry& e : promise.accepted()) bytes += e.value().size();
@@ -361,7 +350,7 @@ TEST(BoundsTest, PromiseFitsMaxMessageBytesWithBigValues) {
   ASSERT_EQ(out.messages.size(), 1u);
   EXPECT_LE(out.messages[0].bytes.size(), h.Options(2).MaxMessageBytes());
   EXPECT_LT(out.messages[0].bytes.size(), size_t{64} << 20);
-  EXPECT_NE(Parse(out)[0].reported_end(), 0u);
+  EXPECT_NE(testing::ParseMessages(out)[0].reported_end(), 0u);
 }
 
 TEST(BoundsTest, InvalidValuesAreNeverVotedFor) {
@@ -379,7 +368,7 @@ TEST(BoundsTest, InvalidValuesAreNeverVotedFor) {
   Outputs out;
   PaxosMsg a = Accept(0, Ballot(1, 2), 2, EncodeValue(2, 1, std::string(64, 'x')));
   ASSERT_TRUE(h.core(0)->OnMessage(a.SerializeAsString(), &out).ok());
-  EXPECT_EQ(Parse(out).at(0).type(), ACCEPTED);
+  EXPECT_EQ(testing::ParseMessages(out).at(0).type(), ACCEPTED);
   // A PROMISE that reports a non-envelope is dropped: never adopted.
   PaxosMsg p = Msg(PROMISE, 0, Ballot(1, 1), 2);
   AcceptedEntry* e = p.add_accepted();
@@ -424,7 +413,7 @@ TEST(BoundsTest, BallotNumberSaturatesAtTheCeiling) {
   Outputs out;
   ASSERT_TRUE(h.core(2)->Propose(1, "a", &out).ok());
   bool prepare = false;
-  for (const PaxosMsg& m : Parse(out)) {
+  for (const PaxosMsg& m : testing::ParseMessages(out)) {
     if (m.type() != PREPARE) continue;
     prepare = true;
     EXPECT_EQ(m.ballot().number(), kMaxBallotNumber);
@@ -534,7 +523,7 @@ TEST(BoundsTest, LoweredWindowKeepsAndReportsEveryVote) {
   EXPECT_EQ(RecordedWindow(&h, 0), "8");  // votes still lie beyond 1 + 2
   PaxosMsg p = Msg(PREPARE, 1, Ballot(6, 2), 2);
   ASSERT_TRUE(again->OnMessage(p.SerializeAsString(), &out).ok());
-  std::vector<PaxosMsg> replies = Parse(out);
+  std::vector<PaxosMsg> replies = testing::ParseMessages(out);
   ASSERT_EQ(replies.size(), 1u);
   ASSERT_EQ(replies[0].type(), PROMISE);
   // At most `window` (2) entries per PROMISE; the rest is named by reported_end.
@@ -544,7 +533,7 @@ TEST(BoundsTest, LoweredWindowKeepsAndReportsEveryVote) {
   EXPECT_EQ(replies[0].reported_end(), 7u);
   p = Msg(PREPARE, 7, Ballot(7, 2), 2);
   ASSERT_TRUE(again->OnMessage(p.SerializeAsString(), &out).ok());
-  replies = Parse(out);
+  replies = testing::ParseMessages(out);
   ASSERT_EQ(replies.size(), 1u);
   ASSERT_EQ(replies[0].accepted_size(), 1);
   EXPECT_EQ(replies[0].accepted(0).instance(), 7u);

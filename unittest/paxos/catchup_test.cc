@@ -23,6 +23,8 @@ namespace chorus {
 namespace paxos {
 namespace {
 
+using testing::AskLearn;
+
 using chorus::testing::ChosenRecord;
 using chorus::testing::CountingLogStorage;
 using chorus::testing::MemLogStorage;
@@ -201,15 +203,6 @@ std::unique_ptr<Core> LearnedCore(testing::Harness* h, uint64_t n, LogStorage* l
   EXPECT_TRUE(log->Write(out.persist, out.sync).ok());
   EXPECT_EQ(core->chosen_end(), n);
   return core;
-}
-
-PaxosMsg AskLearn(uint64_t from, uint64_t instance) {
-  PaxosMsg m;
-  m.set_type(ASK_LEARN);
-  m.set_cluster_id(9);
-  m.set_from(from);
-  m.set_instance(instance);
-  return m;
 }
 
 // The LEARN_VALUES messages of a step, parsed, with their receivers.

@@ -39,6 +39,7 @@ class Harness {
     std::map<TimerKind, uint64_t> due;  // when each of `timers` fires
     std::vector<BarrierResult> barriers;
     std::vector<MasterView> views;  // every Outputs::master reported
+    std::vector<CheckpointNeeded> checkpoints_needed;  // every Outputs::checkpoint_needed
     size_t writes = 0;              // log writes (non-empty persists)
   };
 
@@ -85,8 +86,9 @@ class Harness {
     for (const CatchupRead& read : out->catchup_reads) {
       CatchupReply reply;
       ReadCatchup(read, &n.log, &reply);
-      if (reply.entries > 0) Route(i, OutMessage{read.peer, std::move(reply.bytes)});
+      if (!reply.bytes.empty()) Route(i, OutMessage{read.peer, std::move(reply.bytes)});
     }
+    for (auto& c : out->checkpoint_needed) n.checkpoints_needed.push_back(c);
     for (auto& c : out->chosen) n.applied.push_back(c);
     for (auto& f : out->finished) n.finished.push_back(f);
     for (auto& e : out->errors) n.errors.push_back(e);
@@ -182,6 +184,28 @@ class Harness {
   std::deque<std::pair<int, std::string>> net_;
   std::set<int> isolated_;
 };
+
+// A catch-up request (ASK_LEARN) of the harness's cluster from node `from`
+// for the values from `instance` on.
+inline PaxosMsg AskLearn(uint64_t from, uint64_t instance) {
+  PaxosMsg m;
+  m.set_type(ASK_LEARN);
+  m.set_cluster_id(9);
+  m.set_from(from);
+  m.set_instance(instance);
+  return m;
+}
+
+// The messages of one step, parsed, in order.
+inline std::vector<PaxosMsg> ParseMessages(const Outputs& out) {
+  std::vector<PaxosMsg> v;
+  for (const OutMessage& m : out.messages) {
+    PaxosMsg p;
+    EXPECT_TRUE(p.ParseFromString(m.bytes));
+    v.push_back(p);
+  }
+  return v;
+}
 
 }  // namespace testing
 }  // namespace paxos

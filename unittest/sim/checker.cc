@@ -18,8 +18,7 @@ std::string SafetyChecker::Key(const paxos::ChosenValue& v) {
 bool SafetyChecker::Recovered(int i, paxos::Core* core) {
   NodeView& n = nodes_[i];
   const uint64_t end = core->chosen_end();
-  n.applied = std::min<uint64_t>(end, n.history.size());
-  for (uint64_t k = 0; k < end; ++k) {
+  for (uint64_t k = core->log_start(); k < end; ++k) {
     paxos::ChosenValue v;
     Status s = core->ReadChosen(k, &v);
     if (!s.ok()) {
@@ -27,18 +26,25 @@ bool SafetyChecker::Recovered(int i, paxos::Core* core) {
               ": " + s.ToString());
       return false;
     }
-    if (k < n.history.size()) {
+    if (k < n.history.size() && !n.history[k].empty()) {
       if (Key(v) != n.history[k]) {
         report_("node " + std::to_string(n.id) + " instance " + std::to_string(k) +
                 " changed across a restart");
         return false;
       }
-    } else if (!Learned(i, v)) {
-      return false;
+    } else {
+      n.applied = k;
+      if (!Learned(i, v)) return false;
     }
   }
   n.applied = end;
   return true;
+}
+
+void SafetyChecker::Installed(int i, uint64_t instance) {
+  NodeView& n = nodes_[i];
+  n.applied = instance;
+  if (n.history.size() < instance) n.history.resize(instance);
 }
 
 bool SafetyChecker::Learned(int i, const paxos::ChosenValue& v) {
@@ -50,7 +56,9 @@ bool SafetyChecker::Learned(int i, const paxos::ChosenValue& v) {
     return false;
   }
   n.applied++;
-  if (v.instance < n.history.size()) {
+  if (v.instance < n.history.size() && n.history[v.instance].empty()) {
+    n.history[v.instance] = key;  // below a checkpoint it installed: news to us
+  } else if (v.instance < n.history.size()) {
     // Learned again after a crash lost its unsynced chosen record.
     if (n.history[v.instance] != key) {
       report_("node " + std::to_string(n.id) + " instance " + std::to_string(v.instance) +
@@ -58,8 +66,10 @@ bool SafetyChecker::Learned(int i, const paxos::ChosenValue& v) {
               n.history[v.instance]);
     }
     return false;
+  } else {
+    n.history.resize(v.instance);  // (a no-op unless it skipped: reported above)
+    n.history.push_back(key);
   }
-  n.history.push_back(key);
   auto g = global_.find(v.instance);
   if (g != global_.end()) {
     if (g->second != key) {

@@ -6,7 +6,9 @@
 //     restarted node may recover a shorter chosen prefix than it learned:
 //     chosen records are written unsynced; what it learns again must be
 //     what it learned before);
-//   - values come out in instance order, each once per incarnation;
+//   - values come out in instance order, each once per incarnation (a
+//     checkpoint install skips to its instance; a restart of a trimmed log
+//     replays from its log start);
 //   - every chosen value was proposed, and is chosen at one instance only;
 //   - an acceptor keeps its word: once it sent a PROMISE or ACCEPTED for
 //     ballot b, it never answers a lower ballot with either, in any
@@ -52,6 +54,9 @@ class SafetyChecker {
   // Node i started on a recovered core: its chosen prefix must be what it
   // learned before. Returns false after reporting a violation.
   bool Recovered(int i, paxos::Core* core);
+  // Node i installed a checkpoint of [0, instance): it emits `instance` next
+  // (what it never emitted below it stays unknown to this checker).
+  void Installed(int i, uint64_t instance);
   // Node i emitted chosen value `v`. Returns true when the node learned it
   // for the first time (false when it learned it again after a restart, or
   // on a violation).
@@ -70,7 +75,9 @@ class SafetyChecker {
  private:
   struct NodeView {
     uint64_t id = 0;
-    std::vector<std::string> history;  // learned keys, in instance order (all incarnations)
+    // Learned keys, in instance order (all incarnations); "" where unknown
+    // (below a checkpoint it installed).
+    std::vector<std::string> history;
     uint64_t applied = 0;              // instances this incarnation emitted (or recovered)
     paxos::Ballot acknowledged;        // highest ballot it sent a PROMISE / ACCEPTED for
   };

@@ -37,6 +37,8 @@ constexpr MutationEntry kMutations[] = {
     {paxos::TestMutation::kPrepareIgnoresGrant, "prepare_ignores_grant"},
     {paxos::TestMutation::kNoStartupHold, "no_startup_hold"},
     {paxos::TestMutation::kTransferKeepsLease, "transfer_keeps_lease"},
+    {paxos::TestMutation::kTrimIgnoresCheckpoint, "trim_ignores_checkpoint"},
+    {paxos::TestMutation::kTrimIgnoresMargin, "trim_ignores_margin"},
 };
 
 }  // namespace

@@ -26,7 +26,8 @@ DEFINE_string(mutation, "none",
               "adopt_lowest_ballot, fast_path_while_preparing, accept_promise_not_persisted, "
               "far_chosen_unbounded, round_keeps_first; with --master_election: "
               "lease_ignores_drift, read_before_noop_commit, prepare_ignores_grant, "
-              "no_startup_hold, transfer_keeps_lease");
+              "no_startup_hold, transfer_keeps_lease; with --checkpoints: "
+              "trim_ignores_checkpoint, trim_ignores_margin");
 DEFINE_bool(verbose, false, "print every event");
 DEFINE_uint64(max_inflight, 4, "instances each proposer keeps in phase 2 at once");
 DEFINE_uint64(window, 0, "acceptance window (>= max_inflight); 0: drawn per seed");
@@ -41,6 +42,9 @@ DEFINE_bool(master_election, false,
             "(ReadBarrier), master transfers and step-downs in the workload; implies --clocks");
 DEFINE_bool(clocks, false,
             "per-node clocks drifting within --drift_ppm, and node pauses (stopped processes)");
+DEFINE_bool(checkpoints, false,
+            "state machines that checkpoint, log trimming behind them, restarts from "
+            "checkpoints, checkpoint transfers (lost, corrupt) and long-down nodes");
 DEFINE_uint64(drift_ppm, 200000,
               "clock rate drift bound (ppm) of --clocks, also CoreOptions::max_clock_drift_ppm");
 
@@ -84,11 +88,14 @@ int main(int argc, char** argv) {
   o.master_election = FLAGS_master_election;
   o.clocks = FLAGS_clocks;
   o.drift_ppm = FLAGS_drift_ppm;
+  o.checkpoints = FLAGS_checkpoints;
   unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
                      crashes = 0, behind = 0, truncated = 0, merged = 0,
                      catchup_reads = 0, pauses = 0, elections = 0, lease_reads = 0,
                      read_index_reads = 0, reads_busy = 0, forwards = 0, transfers = 0,
-                     timeouts = 0;
+                     timeouts = 0, checkpoints = 0, trims = 0, checkpoint_replies = 0,
+                     checkpoint_transfers = 0, transfers_lost = 0, transfers_corrupt = 0,
+                     installs = 0, long_downs = 0, outcome_unknown = 0;
   std::vector<uint64_t> latency;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
     o.seed = seed;
@@ -111,12 +118,21 @@ int main(int argc, char** argv) {
     forwards += r.forwards;
     transfers += r.transfers;
     timeouts += r.timeouts;
+    checkpoints += r.checkpoints;
+    trims += r.trims;
+    checkpoint_replies += r.checkpoint_replies;
+    checkpoint_transfers += r.checkpoint_transfers;
+    transfers_lost += r.transfers_lost;
+    transfers_corrupt += r.transfers_corrupt;
+    installs += r.installs;
+    long_downs += r.long_downs;
+    outcome_unknown += r.outcome_unknown;
     latency.insert(latency.end(), r.commit_latency_ms.begin(), r.commit_latency_ms.end());
     if (r.violation) {
       violations++;
       std::printf("seed %llu FAILED: %s\n  replay: paxos_sim --first_seed=%llu --seeds=1 "
                   "--steps=%llu --nodes=%d --max_inflight=%llu --window=%llu "
-                  "--promise_budget_bytes=%llu --max_round_steps=%llu --mutation=%s%s%s%s "
+                  "--promise_budget_bytes=%llu --max_round_steps=%llu --mutation=%s%s%s%s%s "
                   "--drift_ppm=%llu --verbose\n",
                   static_cast<unsigned long long>(seed), r.what.c_str(),
                   static_cast<unsigned long long>(seed),
@@ -128,6 +144,7 @@ int main(int argc, char** argv) {
                   FLAGS_mixed_options ? " --mixed_options" : "",
                   FLAGS_master_election ? " --master_election" : "",
                   FLAGS_clocks ? " --clocks" : "",
+                  FLAGS_checkpoints ? " --checkpoints" : "",
                   static_cast<unsigned long long>(FLAGS_drift_ppm));
     }
   }
@@ -148,6 +165,13 @@ int main(int argc, char** argv) {
                 "forwards=%llu transfers=%llu proposal_timeouts=%llu\n",
                 elections, lease_reads, read_index_reads, reads_busy, forwards, transfers,
                 timeouts);
+  }
+  if (o.checkpoints) {
+    std::printf("checkpoints=%llu trims=%llu checkpoint_replies=%llu transfers=%llu "
+                "transfers_lost=%llu transfers_corrupt=%llu installs=%llu long_downs=%llu "
+                "outcome_unknown=%llu\n",
+                checkpoints, trims, checkpoint_replies, checkpoint_transfers, transfers_lost,
+                transfers_corrupt, installs, long_downs, outcome_unknown);
   }
   std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
               static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);

@@ -51,6 +51,29 @@
 // to its client before the read began, and a lease holder can transfer its
 // mastership; at the end, every read is reported and some node holds the
 // lease.
+//
+// --checkpoints (sim_checkpoint.cc): each node runs a deterministic state
+// machine, a hash chain over the values it executes (hash(i) =
+// Mix(hash(i - 1), value(i))). Every K executed instances (K drawn per node
+// start) it snapshots (instance, hash, Core::chain_checksum()); the snapshot
+// becomes durable a few ms later (a crash first loses it), then the node's
+// store keeps it (across crashes) and the core gets OnCheckpoint, which trims
+// the log (log_keep_instances drawn per start). A restart loads the stored
+// checkpoint, installs it into the core when the log is behind it, and
+// replays the log after it. Outputs::checkpoint_needed starts a simulated
+// transfer of the peer's durable checkpoint, which arrives after a delay,
+// or is lost, or arrives corrupt and is rejected (the learner asks again);
+// the receiver executes its round, commits the checkpoint to its store,
+// loads it and calls Core::InstallCheckpoint (sometimes crashing between
+// the store and the install). A node goes down for seconds now and then,
+// until its peers trimmed past it. Checked on top of the above: every
+// node's state hash after instance i agrees with every other's; no node
+// skips or repeats an instance across a checkpoint load or a restart (its
+// log must hold every instance from its checkpoint on); a node's log never
+// starts beyond its newest durable checkpoint; and, on the wire, a node
+// answers "use a checkpoint" only to a request below its log start, and
+// only with a log start its checkpoints allow (checkpoint - margin: a
+// lagging peer within the margin is served from the log).
 #ifndef CHORUS_UNITTEST_SIM_SIM_H_
 #define CHORUS_UNITTEST_SIM_SIM_H_
 
@@ -107,6 +130,9 @@ struct SimOptions {
   // The drift bound of `clocks`; also every node's CoreOptions::
   // max_clock_drift_ppm. REQUIRES < 500000.
   uint64_t drift_ppm = 200000;
+  // State machines that checkpoint, log trimming, restarts from
+  // checkpoints, checkpoint transfers and long-down nodes (above).
+  bool checkpoints = false;
   bool verbose = false;  // print every event to stdout
 };
 
@@ -133,6 +159,16 @@ struct SimResult {
   uint64_t forwards = 0;          // proposals forwarded to the master
   uint64_t transfers = 0;         // TransferMaster / step-down calls that returned OK
   uint64_t timeouts = 0;          // proposals cancelled at their deadline (outcome unknown)
+  // --checkpoints:
+  uint64_t checkpoints = 0;        // snapshots that became durable
+  uint64_t trims = 0;              // log trims (CoreStats::trims, all incarnations)
+  uint64_t checkpoint_replies = 0; // "use a checkpoint" answers sent
+  uint64_t checkpoint_transfers = 0;  // transfers begun
+  uint64_t transfers_lost = 0;     // ... lost (the learner asked again)
+  uint64_t transfers_corrupt = 0;  // ... arrived corrupt and were rejected
+  uint64_t installs = 0;           // InstallCheckpoint calls that moved chosen_end
+  uint64_t long_downs = 0;         // long-down faults
+  uint64_t outcome_unknown = 0;    // proposals an install ended "outcome unknown"
   // Virtual ms from Propose to the client's result, per proposal reported
   // chosen (in completion order).
   std::vector<uint64_t> commit_latency_ms;

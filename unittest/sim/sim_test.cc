@@ -77,6 +77,14 @@ SimResult CleanRuns(SimOptions o) {
     sum.forwards += r.forwards;
     sum.transfers += r.transfers;
     sum.pauses += r.pauses;
+    sum.checkpoints += r.checkpoints;
+    sum.trims += r.trims;
+    sum.checkpoint_replies += r.checkpoint_replies;
+    sum.checkpoint_transfers += r.checkpoint_transfers;
+    sum.transfers_lost += r.transfers_lost;
+    sum.transfers_corrupt += r.transfers_corrupt;
+    sum.installs += r.installs;
+    sum.long_downs += r.long_downs;
   }
   return sum;
 }
@@ -119,11 +127,21 @@ constexpr char kTransferOverlap[] =
 // A read's barrier missed a write that completed before the read began.
 constexpr char kStaleRead[] = "stale read";
 
+// --checkpoints. A trim into the kept margin: a peer lagging by less than
+// the margin was told to use a checkpoint.
+constexpr char kTrimmedMargin[] = "to use a checkpoint: .*within the kept margin";
+// A trim from chosen_end: the log lost instances the newest durable
+// checkpoint does not cover (a restart would skip them), or, when chosen_end
+// was still close to the checkpoint, the margin behind it.
+constexpr char kTrimmedPastCheckpoint[] =
+    "(beyond its newest durable checkpoint|skips instance|within the kept margin)";
+
 struct MutationCase {
   paxos::TestMutation mutation;
   const char* expect;  // regex the first violation's message must match
   bool mixed_options;  // only reachable when members' options differ
   bool master_election = false;  // a rule of master election (SimOptions::master_election)
+  bool checkpoints = false;      // a rule of log trimming (SimOptions::checkpoints)
 };
 
 // Every mutation, and what catches it. A mutation added to paxos/options.h
@@ -149,6 +167,8 @@ const MutationCase kCases[] = {
     {paxos::TestMutation::kPrepareIgnoresGrant, kTwoLeases, false, true},
     {paxos::TestMutation::kNoStartupHold, kTwoLeases, false, true},
     {paxos::TestMutation::kTransferKeepsLease, kTransferOverlap, false, true},
+    {paxos::TestMutation::kTrimIgnoresCheckpoint, kTrimmedPastCheckpoint, false, false, true},
+    {paxos::TestMutation::kTrimIgnoresMargin, kTrimmedMargin, false, false, true},
 };
 
 void PrintTo(const MutationCase& c, std::ostream* os) { *os << MutationName(c.mutation); }
@@ -166,6 +186,7 @@ TEST_P(MutationTest, IsCaughtWithItsViolation) {
   o.steps = 2000;
   o.mixed_options = c.mixed_options;
   o.master_election = c.master_election;
+  o.checkpoints = c.checkpoints;
   SimResult r;
   uint64_t seed = 1;
   for (; seed <= kMaxSeeds; ++seed) {
@@ -282,6 +303,55 @@ TEST(SimTest, DriftingClocksRunsAreClean) {
   ASSERT_FALSE(r.violation);
   const uint64_t pauses = r.pauses;
   EXPECT_GT(pauses, 0u);
+}
+
+// --checkpoints: state machines checkpoint, logs are trimmed behind them,
+// nodes restart from them and catch up by them (transfers lost and corrupt
+// too), long-down nodes come back by checkpoint; safe and live, and not
+// vacuous: every one of those happened.
+TEST(SimTest, CheckpointRunsAreClean) {
+  for (bool master : {false, true}) {
+    SimOptions o;
+    o.checkpoints = true;
+    o.master_election = master;
+    const SimResult r = CleanRuns(o);
+    ASSERT_FALSE(r.violation);
+    // Each of them happened (the run is not vacuous).
+    const std::pair<const char*, uint64_t> happened[] = {
+        {"proposals_ok", r.proposals_ok},     {"checkpoints", r.checkpoints},
+        {"trims", r.trims},                   {"checkpoint_replies", r.checkpoint_replies},
+        {"transfers", r.checkpoint_transfers}, {"transfers_lost", r.transfers_lost},
+        {"transfers_corrupt", r.transfers_corrupt}, {"installs", r.installs},
+        {"long_downs", r.long_downs}};
+    for (const auto& h : happened) EXPECT_GT(h.second, 0u) << h.first << " master=" << master;
+  }
+}
+
+// Trimming from chosen_end (not the checkpoint) also loses instances no
+// durable checkpoint covers, in the first few seeds.
+TEST(SimTest, TrimIgnoresCheckpointTrimsPastTheCheckpoint) {
+  SimOptions o;
+  o.checkpoints = true;
+  o.mutation = paxos::TestMutation::kTrimIgnoresCheckpoint;
+  const std::regex past("(beyond its newest durable checkpoint|skips instance)");
+  bool found = false;
+  for (uint64_t seed = 1; seed <= 50 && !found; ++seed) {
+    o.seed = seed;
+    const SimResult r = RunSim(o);
+    found = r.violation && std::regex_search(r.what, past);
+  }
+  EXPECT_TRUE(found);
+}
+
+// Without --checkpoints nothing of it runs: no core is told of a checkpoint.
+TEST(SimTest, NoCheckpointsNoTrims) {
+  SimOptions o;
+  o.seed = 3;
+  const SimResult r = RunSim(o);
+  EXPECT_FALSE(r.violation) << r.what;
+  EXPECT_EQ(r.trims, 0u);
+  EXPECT_EQ(r.installs, 0u);
+  EXPECT_EQ(r.checkpoint_replies, 0u);
 }
 
 }  // namespace

@@ -172,7 +172,11 @@ class Node {
 
   // The next instance id this node will execute in `group` (0 for a bad group).
   virtual uint64_t GetNowInstanceId(uint32_t group) const = 0;
-  // The smallest instance id still in `group`'s log (0 for a bad group).
+  // The first instance `group`'s log still holds: every instance below it
+  // was trimmed behind a checkpoint (Options::checkpoint_interval_instances,
+  // log_keep_instances) or is covered by one this node loaded from a peer.
+  // 0 while the log was never trimmed, and for a bad group. As of the group
+  // loop's latest round.
   virtual uint64_t GetMinChosenInstanceId(uint32_t group) const = 0;
   // This node's id (NodeInfo::id() of options.self).
   virtual uint64_t node_id() const = 0;
