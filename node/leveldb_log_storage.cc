@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "chorus/leveldb_log_storage.h"
+#include "node/fs_util.h"
 #include "node/leveldb_log_format.h"
 #include "node/leveldb_wal_tail.h"
 
@@ -35,31 +36,6 @@ Status FromLevelDb(const std::string& context, const leveldb::Status& s) {
   if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
   if (s.IsNotSupportedError()) return Status::NotSupported(msg);
   return Status::IOError(msg);
-}
-
-// mkdir -p. Returns IOError naming the component that could not be created.
-Status CreateDirs(const std::string& dir) {
-  std::string path;
-  size_t pos = 0;
-  while (pos <= dir.size()) {
-    size_t slash = dir.find('/', pos);
-    if (slash == std::string::npos) slash = dir.size();
-    path = dir.substr(0, slash);
-    pos = slash + 1;
-    if (path.empty()) continue;  // the leading '/'
-    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::FromErrno("cannot create log directory '" + path + "'", errno);
-    }
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) {
-      return Status::FromErrno("cannot stat log directory '" + path + "'", errno);
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      return Status::IOError("cannot create log directory '" + dir + "': '" + path +
-                             "' is not a directory");
-    }
-  }
-  return Status::OK();
 }
 
 bool FileExists(const std::string& path) {
@@ -341,7 +317,7 @@ Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& op
           "forgotten its promises, which breaks Paxos safety)");
     }
     Status s = CreateDirs(dir);
-    if (!s.ok()) return s;
+    if (!s.ok()) return s.Annotate("the log of " + group_text);
   }
 
   leveldb::Options lo;
