@@ -4,8 +4,8 @@
 # (node processes) and fds (the write ends of their stdin FIFOs), status=1,
 # a cleanup on exit (stops every node, SIGTERM then SIGKILL; on failure
 # prints each node's $tmp/out<i> and the tail of $tmp/err<i>; removes $tmp;
-# exits with $status) and ports: 3 free TCP ports. A script sets status=0
-# once every check held.
+# exits with $status) and ports: 3 free TCP ports (cluster_init NAME N: N of
+# them). A script sets status=0 once every check held.
 
 # fail MESSAGE: exits the script with status 1.
 fail() { echo "run_cluster: FAIL: $*" >&2; status=1; exit 1; }
@@ -50,8 +50,8 @@ cluster_init() {
   trap cluster_cleanup EXIT
   trap 'exit 1' INT TERM
   ports=()
-  local p
-  while [ ${#ports[@]} -lt 3 ]; do
+  local p n=${2:-3}
+  while [ ${#ports[@]} -lt "$n" ]; do
     p=$((20000 + RANDOM % 30000))
     port_in_use "$p" && continue
     [[ " ${ports[*]} " == *" $p "* ]] && continue

@@ -5,10 +5,13 @@
 #   scripts/install_deps.sh --fuzz   also clang-14 and its libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 
+# redis-tools (redis-cli, redis-benchmark) and curl drive the kv sample
+# (sample/kv/run_cluster.sh, bench/kv_bench.sh).
 PACKAGES=(build-essential cmake pkg-config ccache
           libleveldb-dev libsnappy-dev libprotobuf-dev protobuf-compiler
           libgtest-dev libgmock-dev libgflags-dev
-          prometheus-cpp-dev)  # optional: chorus_prometheus (/metrics)
+          redis-tools curl
+          prometheus-cpp-dev)  # chorus_prometheus (/metrics; optional for the library)
 if [ "${1:-}" = "--fuzz" ]; then
   PACKAGES+=(clang-14 libclang-rt-14-dev)
 fi
