@@ -1,7 +1,9 @@
 // paxos_sim: runs the seeded cluster simulation over a range of seeds.
 // Prints one line per failing seed with the command that replays it, and ends
 // with counter lines (commit latency percentiles; with --master_election the
-// election, read, forward and transfer counts) and exactly one summary line:
+// election, read, forward and transfer counts; with --checkpoints the
+// checkpoint, trim, use-a-checkpoint, transfer and install counts) and
+// exactly one summary line:
 //   seeds=S steps=T faults=F violations=V
 // Exits non-zero when V > 0.
 #include <algorithm>
@@ -95,7 +97,7 @@ int main(int argc, char** argv) {
                      read_index_reads = 0, reads_busy = 0, forwards = 0, transfers = 0,
                      timeouts = 0, checkpoints = 0, trims = 0, checkpoint_replies = 0,
                      checkpoint_transfers = 0, transfers_lost = 0, transfers_corrupt = 0,
-                     installs = 0, long_downs = 0, outcome_unknown = 0;
+                     installs = 0, long_downs = 0, outcome_unknown = 0, raced_replies = 0;
   std::vector<uint64_t> latency;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
     o.seed = seed;
@@ -127,6 +129,7 @@ int main(int argc, char** argv) {
     installs += r.installs;
     long_downs += r.long_downs;
     outcome_unknown += r.outcome_unknown;
+    raced_replies += r.raced_checkpoint_replies;
     latency.insert(latency.end(), r.commit_latency_ms.begin(), r.commit_latency_ms.end());
     if (r.violation) {
       violations++;
@@ -167,11 +170,11 @@ int main(int argc, char** argv) {
                 timeouts);
   }
   if (o.checkpoints) {
-    std::printf("checkpoints=%llu trims=%llu checkpoint_replies=%llu transfers=%llu "
-                "transfers_lost=%llu transfers_corrupt=%llu installs=%llu long_downs=%llu "
-                "outcome_unknown=%llu\n",
-                checkpoints, trims, checkpoint_replies, checkpoint_transfers, transfers_lost,
-                transfers_corrupt, installs, long_downs, outcome_unknown);
+    std::printf("checkpoints=%llu trims=%llu checkpoint_replies=%llu raced_replies=%llu "
+                "transfers=%llu transfers_lost=%llu transfers_corrupt=%llu installs=%llu "
+                "long_downs=%llu outcome_unknown=%llu\n",
+                checkpoints, trims, checkpoint_replies, raced_replies, checkpoint_transfers,
+                transfers_lost, transfers_corrupt, installs, long_downs, outcome_unknown);
   }
   std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
               static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);

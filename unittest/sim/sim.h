@@ -162,7 +162,10 @@ struct SimResult {
   // --checkpoints:
   uint64_t checkpoints = 0;        // snapshots that became durable
   uint64_t trims = 0;              // log trims (CoreStats::trims, all incarnations)
-  uint64_t checkpoint_replies = 0; // "use a checkpoint" answers sent
+  uint64_t checkpoint_replies = 0; // "use a checkpoint" answers sent by the cores
+  // ... built by ReadCatchup instead: a trim ran between the read's planning
+  // and its serving.
+  uint64_t raced_checkpoint_replies = 0;
   uint64_t checkpoint_transfers = 0;  // transfers begun
   uint64_t transfers_lost = 0;     // ... lost (the learner asked again)
   uint64_t transfers_corrupt = 0;  // ... arrived corrupt and were rejected

@@ -76,6 +76,7 @@ void Sim::Execute(int i, Outputs* out) {
     paxos::ReadCatchup(read, &n.log, &reply);
     r_.catchup_reads++;
     // (A "use a checkpoint" reply has no entries but bytes: a trim raced it.)
+    if (reply.log_start != 0) r_.raced_checkpoint_replies++;
     if (!reply.bytes.empty()) SendOut(i, paxos::OutMessage{read.peer, std::move(reply.bytes)});
   }
   for (const ChosenValue& v : out->chosen) {
