@@ -13,8 +13,10 @@
 #include <gtest/gtest.h>
 
 #include "chorus/node.h"
+#include "node/checkpoint_wire.h"
 #include "node/node_impl.h"
 #include "unittest/support/test_util.h"
+#include "utils/coding.h"
 
 namespace chorus {
 namespace {
@@ -113,6 +115,8 @@ class CheckpointCluster {
   }
   void Stop(int i) { running_[i].reset(); }
   Node* node(int i) { return running_[i].get(); }
+  const NodeInfo& info(int i) const { return nodes_[i]; }
+  const std::vector<NodeInfo>& nodes() const { return nodes_; }
   ListStateMachine* machine(int i, int g) { return machines_[i][g].get(); }
   const CheckpointTransfer& transfer(int i) {
     return static_cast<NodeImpl*>(node(i))->checkpoint_transfer_for_testing();
@@ -197,6 +201,47 @@ TEST(NodeCheckpointCatchupTest, NodeBehindEveryLogCatchesUpByCheckpoint) {
 }
 
 TEST(NodeCheckpointCatchupTest, TwoGroupsCatchUpByCheckpointAtOnce) { CatchUpByCheckpoint(2); }
+
+// Bad frames on the checkpoint channel, from a member over real TCP: each
+// is dropped and counted by the node's transfer; the group keeps working.
+TEST(NodeCheckpointCatchupTest, BadCheckpointFramesAreDroppedAndCounted) {
+  CheckpointCluster c(1);
+  for (int i : {0, 1}) ASSERT_TRUE(c.Start(i).ok());
+  // Node 2's identity, without a node: a bare transport.
+  TcpTransportOptions to;
+  to.self = c.info(2);
+  to.nodes = c.nodes();
+  to.cluster_id = 78;
+  std::unique_ptr<TcpTransport> t;
+  ASSERT_TRUE(NewTcpTransport(to, &t).ok());
+  ASSERT_TRUE(t->Start([](uint64_t, std::string) {}).ok());
+  const uint64_t to_node = c.info(0).id();
+  std::string junk;
+  PutFixed32(&junk, kCheckpointChannel | 0);
+  junk += "not a checkpoint message";
+  ASSERT_TRUE(t->Send(to_node, junk).ok());
+  CheckpointMessage m;
+  m.type = CheckpointMessage::Type::kFetch;
+  m.cluster_id = 78;
+  m.from = c.info(2).id();
+  m.group = 5;  // no such group
+  ASSERT_TRUE(t->Send(to_node, EncodeCheckpointMessage(m)).ok());
+  m.group = 0;
+  m.cluster_id = 79;  // another cluster
+  ASSERT_TRUE(t->Send(to_node, EncodeCheckpointMessage(m)).ok());
+  m.cluster_id = 78;
+  m.from = c.info(1).id();  // speaks for node 1
+  ASSERT_TRUE(t->Send(to_node, EncodeCheckpointMessage(m)).ok());
+  const CheckpointTransfer& transfer = c.transfer(0);
+  ASSERT_TRUE(WaitUntil([&] {
+    const CheckpointTransferStats s = transfer.stats();
+    return s.malformed == 1 && s.unknown_group == 1 && s.foreign == 2;
+  }));
+  EXPECT_EQ(transfer.stats().chunks_sent, 0u);
+  t->Stop();
+  uint64_t instance = 0;
+  for (int k = 0; k < 3; ++k) ASSERT_TRUE(c.node(0)->Propose(0, Value(0, k), &instance).ok());
+}
 
 }  // namespace
 }  // namespace chorus
