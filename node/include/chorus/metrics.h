@@ -19,7 +19,7 @@
 // round's proposers were answered: a caller that reads them right after its
 // Propose returned may see the round before.
 //
-// Vocabulary header: the standard library only.
+// Includes the standard library only.
 
 #ifndef CHORUS_METRICS_H_
 #define CHORUS_METRICS_H_
