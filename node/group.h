@@ -40,6 +40,7 @@
 #include "node/group_checkpoint.h"
 #include "node/group_master.h"
 #include "node/group_timers.h"
+#include "node/metrics_recorder.h"
 #include "node/proposal.h"
 #include "node/propose_batch.h"
 #include "node/runtime_env.h"
@@ -131,6 +132,11 @@ class Group {
   uint64_t checkpoints_loaded() const { return checkpoint_->loaded(); }
   // Whether a checkpoint is being written right now (for tests).
   bool checkpoint_in_progress() const { return checkpoint_->making(); }
+  // ---- metrics (lane D) ----
+  // The group's counters and histograms (Node::GetMetrics). Thread-safe.
+  GroupMetricsRecorder* metrics() { return &metrics_; }
+  const GroupMetricsRecorder* metrics() const { return &metrics_; }
+  // ---- end metrics ----
   // The core's counters. Loop thread only, or once Stop() returned.
   const paxos::CoreStats& core_stats() const { return core_->stats(); }
   // OK while the group works; the reason once it halted (IOError: a log
@@ -182,9 +188,18 @@ class Group {
                       paxos::Outputs* step);
   // After a round: the master snapshot and the callback (master_election only).
   void UpdateMaster();
+  // ---- metrics (lane D), group_metrics.cc ----
+  // After a round: publishes its figures and logs its events (loop only).
+  void PublishMetrics(const paxos::Outputs& round);
+  // The end of Open: one info line (log range, replay, time taken).
+  void LogOpened(std::chrono::steady_clock::time_point began, uint64_t replayed);
+  // ---- end metrics ----
 
   const GroupEnv env_;
   const uint32_t index_;
+  // Counters (metrics_recorder.h says what guards them). After env_ and index_.
+  GroupMetricsRecorder metrics_{index_, env_.options->self.id(),
+                                2 * static_cast<uint64_t>(env_.options->max_inflight), env_.logger};
   const std::unique_ptr<LogStorage> log_;
   std::unique_ptr<paxos::Core> core_;
   // id -> state machine of this group. Read-only after construction.

@@ -86,6 +86,11 @@ Status NodeImpl::Init() {
     to.nodes = options_.nodes;
     to.cluster_id = options_.cluster_id;
     to.max_frame_bytes = options_.max_frame_bytes;
+    Logger* logger = &logger_;  // lane D: connections up/down, through the node's logger
+    to.log_hook = [logger](LogLevel level, const std::string& line) {
+      if (logger->Enabled(level)) logger->Log(level, "%s", line.c_str());
+    };
+    to.log_level = options_.log_level;
     Status s = NewTcpTransport(to, &own_transport_);
     if (!s.ok()) return s;
     transport_ = own_transport_.get();
@@ -203,7 +208,9 @@ Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* ins
   if (call.stopping()) return Status::Stopped("the node is stopping");
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
-  return g->Propose(value, ctx, /*batch=*/false, instance_id, nullptr);
+  const auto began = std::chrono::steady_clock::now();  // metrics (lane D)
+  return g->metrics()->CountPropose(g->Propose(value, ctx, /*batch=*/false, instance_id, nullptr),
+                                    began);
 }
 
 Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
@@ -215,7 +222,9 @@ Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t
   if (call.stopping()) return Status::Stopped("the node is stopping");
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
-  return g->Propose(value, ctx, /*batch=*/true, instance_id, batch_index);
+  const auto began = std::chrono::steady_clock::now();  // metrics (lane D)
+  return g->metrics()->CountPropose(g->Propose(value, ctx, /*batch=*/true, instance_id, batch_index),
+                                    began);
 }
 
 // The queries keep answering after Stop() (the groups stay allocated until
@@ -266,6 +275,14 @@ Status NodeImpl::GetGroupStatus(uint32_t group, GroupStatus* status) const {
   if (status != nullptr) *status = out;
   return Status::OK();
 }
+
+// ---- metrics (lane D): the rest is in node_metrics.cc ----
+Status NodeImpl::GetMetrics(uint32_t group, GroupMetrics* metrics) const {
+  ActiveCall call(const_cast<NodeImpl*>(this));
+  if (call.destroying()) return Status::Stopped("the node is being destroyed");
+  return FillMetrics(group, metrics);
+}
+// ---- end metrics ----
 
 Status NodeImpl::MasterGroup(const ActiveCall& call, uint32_t group, bool refuse_when_stopping,
                              Group** out) const {

@@ -43,6 +43,9 @@ class NodeImpl : public Node {
   uint64_t node_id() const override { return options_.self.id(); }
   Status GetGroupStatus(uint32_t group) const override;
   Status GetGroupStatus(uint32_t group, GroupStatus* status) const override;
+  // ---- metrics (lane D), node_metrics.cc ----
+  Status GetMetrics(uint32_t group, GroupMetrics* metrics) const override;
+  Status GetTransportMetrics(TransportMetrics* metrics) const override;
   Status GetMaster(uint32_t group, MasterInfo* info) const override;
   bool IsMaster(uint32_t group) const override;
   Status ReadBarrier(uint32_t group, uint64_t* instance) override;
@@ -85,6 +88,8 @@ class NodeImpl : public Node {
   Status MasterGroup(const ActiveCall& call, uint32_t group, bool refuse_when_stopping,
                      Group** out) const;
   Status Transfer(uint32_t group, uint64_t target);
+  // GetMetrics once registered (node_metrics.cc, lane D).
+  Status FillMetrics(uint32_t group, GroupMetrics* metrics) const;
 
   const Options options_;
   const RuntimeEnv runtime_;  // clock, timers and seeds of every group

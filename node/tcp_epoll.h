@@ -75,6 +75,10 @@ class Epoll {
 struct Counters {
   std::atomic<uint64_t> frames_sent{0};
   std::atomic<uint64_t> frames_received{0};
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> connects{0};
+  std::atomic<uint64_t> disconnects{0};
   std::atomic<uint64_t> dropped_corrupt{0};
   std::atomic<uint64_t> dropped_too_large{0};
   std::atomic<uint64_t> dropped_foreign_cluster{0};
@@ -101,6 +105,10 @@ struct Counters {
     TransportStats s;
     s.frames_sent = get(frames_sent);
     s.frames_received = get(frames_received);
+    s.bytes_sent = get(bytes_sent);
+    s.bytes_received = get(bytes_received);
+    s.connects = get(connects);
+    s.disconnects = get(disconnects);
     s.frames_dropped_corrupt = get(dropped_corrupt);
     s.frames_dropped_too_large = get(dropped_too_large);
     s.frames_dropped_foreign_cluster = get(dropped_foreign_cluster);

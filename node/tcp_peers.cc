@@ -179,13 +179,19 @@ void TcpPeers::OnConnected(Peer* peer) {
   peer->registered = events;
   peer->state = Peer::State::kConnected;
   peer->connected_at = Clock::now();
+  Counters::Add(&counters_->connects);  // lane D
+  conn_log_.Up(peer->info);              // lane D
   // The backoff is not reset here: a peer that accepts and closes at once
   // must not be retried every reconnect_min_ms (see Backoff).
   Flush(peer);
 }
 
-void TcpPeers::Backoff(Peer* peer) {
+void TcpPeers::Backoff(Peer* peer, int err) {
   const Clock::time_point now = Clock::now();
+  if (peer->state == Peer::State::kConnected) {  // lane D: a lost connection
+    Counters::Add(&counters_->disconnects);
+    conn_log_.Down(peer->info, err);
+  }
   // Only a connection that stayed up for a while proves the peer healthy
   // enough to start the backoff again from its minimum.
   const bool was_stable =
@@ -219,8 +225,9 @@ void TcpPeers::OnEvent(uint64_t index, uint32_t events) {
       if (n > 0) continue;
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n < 0) counters_->CountIfTimedOut(errno);
-      Backoff(peer);  // EOF or error: the peer went away
+      const int err = n < 0 ? errno : 0;
+      if (n < 0) counters_->CountIfTimedOut(err);
+      Backoff(peer, err);  // EOF or error: the peer went away
       return;
     }
   }
@@ -260,10 +267,12 @@ void TcpPeers::Flush(Peer* peer) {
         SetWriteInterest(peer, true);
         return;
       }
-      counters_->CountIfTimedOut(errno);
-      Backoff(peer);
+      const int err = errno;
+      counters_->CountIfTimedOut(err);
+      Backoff(peer, err);
       return;
     }
+    Counters::Add(&counters_->bytes_sent, static_cast<uint64_t>(n));  // lane D
     // Retire the frames written completely.
     size_t written = static_cast<size_t>(n) + peer->front_offset;
     size_t done_bytes = 0;

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "chorus/transport.h"
+#include "node/tcp_conn_log.h"
 #include "node/tcp_epoll.h"
 
 namespace chorus {
@@ -75,7 +76,7 @@ class TcpPeers {
   void Connect(Peer* peer);
   void OnConnected(Peer* peer);
   // Closes the connection and schedules the next attempt.
-  void Backoff(Peer* peer);
+  void Backoff(Peer* peer, int err = 0);
   // Writes as much as the socket takes. REQUIRES: peer connected.
   void Flush(Peer* peer);
   // Closes the connection (see Backoff) when epoll refuses the change.
@@ -91,6 +92,7 @@ class TcpPeers {
   std::vector<std::unique_ptr<Peer>> peers_;         // every member but self; immutable
   std::unordered_map<uint64_t, size_t> peer_index_;  // node id -> index in peers_; immutable
   std::unique_ptr<char[]> drain_buf_;                // loop only
+  ConnectionLog conn_log_{options_};                 // loop only (lane D)
 };
 
 }  // namespace tcp

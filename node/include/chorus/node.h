@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "chorus/metrics.h"
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
@@ -192,6 +193,18 @@ class Node {
   // Thread-safe, never blocks on the group's loop; a snapshot as of the
   // loop's latest round.
   virtual Status GetGroupStatus(uint32_t group, GroupStatus* status) const = 0;
+
+  // ---- Metrics (chorus/metrics.h) ----
+  //
+  // Fills *metrics with `group`'s counters, histograms and gauges and
+  // returns OK, or InvalidArgument for a bad group (*metrics untouched).
+  // Thread-safe, never blocks on the group's loop (relaxed reads of
+  // counters the loop publishes after each round); keeps answering after
+  // Stop(). Cheap enough to call once a second per group.
+  virtual Status GetMetrics(uint32_t group, GroupMetrics* metrics) const = 0;
+  // Fills *metrics with the node's transport counters (known = false, all
+  // zero, with an application's own Options::transport). Thread-safe; OK.
+  virtual Status GetTransportMetrics(TransportMetrics* metrics) const = 0;
 
   // ---- Master election (Options::master_election) ----
   //

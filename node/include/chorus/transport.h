@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "chorus/logging.h"
 #include "chorus/status.h"
 
 namespace chorus {
@@ -102,12 +103,22 @@ struct TcpTransportOptions {
   // Bytes queued for one peer before further sends to it are dropped (the
   // peer is slow or down; the protocol retries). Default 64 MiB.
   size_t max_queued_bytes_per_peer = 64u << 20;
+  // Receives the transport's info lines: outgoing connections up and down,
+  // rate-limited per peer (see tcp_conn_log.h). Empty: none are logged.
+  LogHook log_hook;
+  LogLevel log_level = LogLevel::kInfo;
 };
 
 // Counters of a TCP transport (monotonic, since Start).
 struct TransportStats {
   uint64_t frames_sent = 0;
   uint64_t frames_received = 0;
+  uint64_t bytes_sent = 0;      // written to sockets (frame headers included)
+  uint64_t bytes_received = 0;  // read from sockets
+  // Outgoing connections established, and established ones lost (each loss
+  // is followed by reconnect attempts with the backoff).
+  uint64_t connects = 0;
+  uint64_t disconnects = 0;
   uint64_t frames_dropped_corrupt = 0;        // bad magic, length or crc32c
   uint64_t frames_dropped_too_large = 0;
   // The identity checks run on the header, before its payload is read.

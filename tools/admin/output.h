@@ -1,0 +1,46 @@
+// chorus_admin's output: a readable table (default) or JSON (--json, one
+// document on stdout, for scripts).
+#ifndef CHORUS_TOOLS_ADMIN_OUTPUT_H_
+#define CHORUS_TOOLS_ADMIN_OUTPUT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/admin/live.h"
+#include "tools/admin/log_reader.h"
+
+namespace chorus {
+namespace admin {
+
+class Output {
+ public:
+  explicit Output(bool json) : json_(json) {}
+
+  void BeginInspect(const std::string& data_dir);
+  void Group(uint32_t group, const LogSummary& s, bool has_checkpoint, uint64_t checkpoint,
+             uint32_t checkpoint_checksum, uint64_t checkpoint_bytes, int checkpoints);
+  void BeginVerify(const std::string& data_dir);
+  void Verified(uint32_t group, const VerifyResult& r);
+  // Ends an inspect or verify.
+  void End();
+  void Dumped(uint32_t group, const std::vector<DumpedRecord>& records, bool hex);
+  void Live(const std::vector<LiveGroup>& groups, const std::vector<std::string>& errors);
+
+ private:
+  const bool json_;
+  bool first_ = true;  // JSON: no comma before the first element
+};
+
+// "ip:port" of a NodeInfo::id() (ipv4 << 16 | port).
+std::string NodeText(uint64_t id);
+// JSON string literal of arbitrary bytes (\u00XX for controls, \\ and \").
+std::string JsonString(const std::string& bytes);
+// Printable form: ASCII as is, other bytes as \xNN.
+std::string Printable(const std::string& bytes);
+std::string Hex(const std::string& bytes);
+
+}  // namespace admin
+}  // namespace chorus
+
+#endif  // CHORUS_TOOLS_ADMIN_OUTPUT_H_
