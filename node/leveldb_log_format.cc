@@ -63,6 +63,24 @@ Status DecodeChecksummed(const std::string& key, const std::string& value, const
   return Status::OK();
 }
 
+std::string EncodeTrimmedBelow(uint64_t below) {
+  std::string payload;
+  PutFixed64(&payload, below);
+  return EncodeChecksummed(kTrimmedBelowKey, payload);
+}
+
+Status DecodeTrimmedBelow(const std::string& value, const std::string& what, uint64_t* below) {
+  std::string payload;
+  Status s = DecodeChecksummed(kTrimmedBelowKey, value, what, &payload);
+  if (!s.ok()) return s;
+  if (payload.size() != 8) {
+    return Status::Corruption(what + ": trimmed_below holds " + std::to_string(payload.size()) +
+                              " bytes, not 8");
+  }
+  *below = DecodeFixed64(payload.data());
+  return Status::OK();
+}
+
 std::string EncodeMetaV1(uint64_t cluster_id, uint32_t group) {
   std::string v;
   PutFixed64(&v, kMetaMagic);

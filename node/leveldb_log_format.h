@@ -9,6 +9,12 @@
 //                                           order is numeric order)
 //   'v' + variable name                  -> a variable
 //   "m"                                  -> the meta value (see below)
+//   "t"                                  -> trimmed_below: crc32c + 64-bit id
+//                                           (little-endian), checksummed like
+//                                           a record. Every record below it
+//                                           is trimmed: invisible to readers,
+//                                           deleted later in the background
+//                                           (node/leveldb_log_trim.h).
 // Every record and variable value is crc32c (4, little-endian) + payload,
 // where the crc32c covers the key followed by the payload: a value copied
 // under another key fails its check as surely as a flipped bit.
@@ -35,6 +41,7 @@ namespace leveldb_log {
 constexpr char kRecordPrefix = 'r';
 constexpr char kVariablePrefix = 'v';
 constexpr char kMetaKey[] = "m";
+constexpr char kTrimmedBelowKey[] = "t";
 constexpr uint64_t kMetaMagic = 0x676f6c2d73726863ull;  // the bytes "chrs-log"
 constexpr uint32_t kFormatVersion = 2;
 
@@ -49,6 +56,11 @@ std::string EncodeChecksummed(const std::string& key, const std::string& payload
 // the value is truncated or fails its crc32c; *payload is untouched then.
 Status DecodeChecksummed(const std::string& key, const std::string& value, const std::string& what,
                          std::string* payload);
+
+// The trimmed_below value, and its check: Corruption naming `what` when it
+// fails its crc32c or is not 8 bytes long (*below is untouched then).
+std::string EncodeTrimmedBelow(uint64_t below);
+Status DecodeTrimmedBelow(const std::string& value, const std::string& what, uint64_t* below);
 
 // Whose log a database is.
 struct LogIdentity {

@@ -16,10 +16,12 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "chorus/leveldb_log_storage.h"
 #include "node/fs_util.h"
 #include "node/leveldb_log_format.h"
+#include "node/leveldb_log_trim.h"
 #include "node/leveldb_wal_tail.h"
 
 namespace chorus {
@@ -76,10 +78,26 @@ class LevelDbLogStorage : public LogStorage {
     cache_.reset();
   }
 
-  // Loads the min/max cache. Called once before the storage is shared.
+  // Loads trimmed_below and the min/max cache. Called once before the
+  // storage is shared. Records still below the marker (a crash before the
+  // background deletion finished) stay hidden, and their deletion resumes.
   Status LoadBounds() {
-    std::lock_guard<std::mutex> l(bounds_mu_);
-    return ScanBoundsLocked();
+    uint64_t below = 0;
+    Status s = leveldb_log::ReadTrimmedBelow(db_.get(), dir_, &below);
+    if (!s.ok()) return s;
+    {
+      std::lock_guard<std::mutex> l(bounds_mu_);
+      trimmed_below_ = below;
+      s = ScanBoundsLocked();
+      if (!s.ok()) return s;
+    }
+    if (below == 0) return Status::OK();
+    std::vector<std::string> hidden;
+    leveldb::Status ls =
+        leveldb_log::CollectRecordKeys(db_.get(), RecordKey(0), below, 1, &hidden);
+    if (!ls.ok()) return FromLevelDb("log in '" + dir_ + "': scanning trimmed records", ls);
+    if (!hidden.empty()) ScheduleCompaction(below);
+    return Status::OK();
   }
 
   Status Write(const LogWriteBatch& batch, bool sync) override {
@@ -87,28 +105,38 @@ class LevelDbLogStorage : public LogStorage {
     for (const auto& var : batch.variables) {
       if (var.first.empty()) return Status::InvalidArgument("variable name is empty");
     }
-    // Writers are serialized so that the delete_below scan and the bounds
-    // update see exactly the state this batch applies to.
+    // Writers (and the deleter's chunks) are serialized so that the marker
+    // and the bounds update see exactly the state this batch applies to.
     std::lock_guard<std::mutex> wl(write_mu_);
+    uint64_t old_below = 0;
+    {
+      std::lock_guard<std::mutex> l(bounds_mu_);
+      old_below = trimmed_below_;
+    }
+    const uint64_t trim = std::max(old_below, batch.delete_below);
+    bool writes_below = false;
+    for (const auto& rec : batch.records) writes_below = writes_below || rec.first < trim;
     leveldb::WriteBatch wb;
-    if (batch.delete_below > 0) {
-      // Deletes go first: a record in this same batch is kept even if its id
-      // is below delete_below (leveldb applies a batch in order). Nothing
-      // lies below the smallest record: start there, not at the tombstones
-      // of earlier trims.
-      uint64_t first = 0;
-      {
-        std::lock_guard<std::mutex> l(bounds_mu_);
-        if (has_records_) first = min_;
-      }
-      std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
-      const std::string end = RecordKey(batch.delete_below);
-      for (it->Seek(RecordKey(first)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
-        wb.Delete(it->key());
-      }
-      if (!it->status().ok()) {
-        return FromLevelDb("log in '" + dir_ + "': scanning records to trim", it->status());
-      }
+    uint64_t new_below = old_below;
+    if (writes_below) {
+      // A record under the (new) marker must stay visible, which a marker
+      // cannot express: fall back to deleting every record below `trim`
+      // here, synchronously, and drop the marker. The core never does this
+      // (it trims only behind a checkpoint and records nothing below the
+      // log's start), so the slow path costs nothing in practice. Deletes go
+      // first: leveldb applies a batch in order, so the records put below
+      // are kept.
+      std::vector<std::string> keys;
+      leveldb::Status ls = leveldb_log::CollectRecordKeys(db_.get(), RecordKey(0), trim, 0, &keys);
+      if (!ls.ok()) return FromLevelDb("log in '" + dir_ + "': scanning records to trim", ls);
+      for (const std::string& key : keys) wb.Delete(key);
+      wb.Delete(leveldb_log::kTrimmedBelowKey);
+      new_below = 0;
+    } else if (batch.delete_below > old_below) {
+      // O(1) on this thread: the marker hides the records at once; the
+      // background deleter removes them.
+      new_below = batch.delete_below;
+      wb.Put(leveldb_log::kTrimmedBelowKey, leveldb_log::EncodeTrimmedBelow(new_below));
     }
     for (const auto& rec : batch.records) {
       const std::string key = RecordKey(rec.first);
@@ -123,9 +151,12 @@ class LevelDbLogStorage : public LogStorage {
     leveldb::Status s = db_->Write(wo, &wb);
     if (!s.ok()) return FromLevelDb("log in '" + dir_ + "': write failed", s);
 
-    if (batch.delete_below > 0) ScheduleCompaction(batch.delete_below);
+    if (new_below > old_below || writes_below) ScheduleCompaction(trim);
     std::lock_guard<std::mutex> l(bounds_mu_);
-    if (batch.delete_below > 0) return ScanBoundsLocked();
+    trimmed_below_ = new_below;
+    // A new marker needs a seek for the new start (it skips no tombstone:
+    // nothing at or above the marker was deleted).
+    if (new_below != old_below || writes_below) return ScanBoundsLocked();
     for (const auto& rec : batch.records) {
       if (!has_records_) {
         has_records_ = true;
@@ -140,6 +171,11 @@ class LevelDbLogStorage : public LogStorage {
 
   Status Get(uint64_t instance, std::string* record) override {
     const std::string what = "instance " + std::to_string(instance);
+    {
+      // A trimmed record may still be stored, waiting for the deleter.
+      std::lock_guard<std::mutex> l(bounds_mu_);
+      if (instance < trimmed_below_) return Status::NotFound(what + " is not in the log");
+    }
     return ReadValue(RecordKey(instance), what, record);
   }
 
@@ -162,12 +198,11 @@ class LevelDbLogStorage : public LogStorage {
   }
 
  private:
-  // A trim leaves a tombstone per record, which every scan from the log's
-  // start (the bounds, at Open and after each trim) steps over until
-  // leveldb compacts it away, with the value it hides. Compacting the
-  // trimmed range right away keeps a restart after a trim fast and the
-  // directory small; it runs on a thread of this storage (started by the
-  // first trim), never on the writer's.
+  // A trim only raises the marker; a thread of this storage (started by the
+  // first trim, or by an Open that finds hidden records) deletes the hidden
+  // records, then compacts the range: the tombstones and the values they
+  // hide go at once, which keeps the directory small and a scan from the
+  // log's start (the deleter's next pass) fast. Never on the writer's thread.
   void ScheduleCompaction(uint64_t below) {
     std::lock_guard<std::mutex> l(compact_mu_);
     compact_below_ = std::max(compact_below_, below);
@@ -191,11 +226,43 @@ class LevelDbLogStorage : public LogStorage {
       if (compact_below_ <= done) return;
       const uint64_t below = compact_below_;
       l.unlock();
-      const std::string end = RecordKey(below);
-      const leveldb::Slice limit(end);
-      db_->CompactRange(nullptr, &limit);  // thread-safe; its errors resurface on reads
+      // On an error the records stay hidden by the durable marker; the next
+      // trim or Open tries again. Compacting first would be wasted.
+      if (DeleteHidden(below).ok()) {
+        const std::string end = RecordKey(below);
+        const leveldb::Slice limit(end);
+        db_->CompactRange(nullptr, &limit);  // thread-safe; its errors resurface on reads
+      }
       l.lock();
       done = below;
+    }
+  }
+
+  // Deletes the stored records below `below` that are still hidden, in
+  // chunks. Unsynced: the synced marker keeps them hidden across a crash,
+  // and the next Open resumes. Each chunk is written under write_mu_ and
+  // only below the marker of that moment: a Write that records below the
+  // marker drops it (the slow path in Write), and its records must survive.
+  leveldb::Status DeleteHidden(uint64_t below) {
+    std::string from = RecordKey(0);
+    for (;;) {
+      std::vector<std::string> keys;
+      leveldb::Status s = leveldb_log::CollectRecordKeys(db_.get(), from, below,
+                                                         leveldb_log::kTrimChunkKeys, &keys);
+      if (!s.ok() || keys.empty()) return s;
+      from = keys.back() + '\0';  // the next key: this pass's tombstones stay behind
+      std::lock_guard<std::mutex> wl(write_mu_);
+      std::string hidden_end;
+      {
+        std::lock_guard<std::mutex> l(bounds_mu_);
+        hidden_end = RecordKey(trimmed_below_);
+      }
+      leveldb::WriteBatch wb;
+      for (const std::string& key : keys) {
+        if (key < hidden_end) wb.Delete(key);
+      }
+      s = db_->Write(leveldb::WriteOptions(), &wb);
+      if (!s.ok()) return s;
     }
   }
 
@@ -209,13 +276,14 @@ class LevelDbLogStorage : public LogStorage {
     return leveldb_log::DecodeChecksummed(key, raw, "log in '" + dir_ + "': " + what, payload);
   }
 
-  // Recomputes has_records_/min_/max_ from the database.
-  // REQUIRES: bounds_mu_ held.
+  // Recomputes has_records_/min_/max_ from the database: the records at
+  // or above trimmed_below_ (those below are trimmed, whether or not the
+  // deleter got to them). REQUIRES: bounds_mu_ held.
   Status ScanBoundsLocked() {
     leveldb::ReadOptions ro;
     ro.fill_cache = false;
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
-    const std::string lo(1, leveldb_log::kRecordPrefix);
+    const std::string lo = RecordKey(trimmed_below_);
     const std::string hi(1, static_cast<char>(leveldb_log::kRecordPrefix + 1));
     has_records_ = false;
     it->Seek(lo);
@@ -240,7 +308,7 @@ class LevelDbLogStorage : public LogStorage {
   std::unique_ptr<leveldb::Cache> cache_;  // may be null (leveldb's default cache)
   std::unique_ptr<leveldb::DB> db_;        // thread-safe by itself
 
-  std::mutex write_mu_;  // serializes Write()
+  std::mutex write_mu_;  // serializes Write() and the deleter's chunks
 
   std::mutex compact_mu_;
   std::condition_variable compact_cv_;  // compact_below_ raised, or stopping
@@ -252,6 +320,11 @@ class LevelDbLogStorage : public LogStorage {
   bool has_records_ = false;  // GUARDED_BY(bounds_mu_)
   uint64_t min_ = 0;          // GUARDED_BY(bounds_mu_)
   uint64_t max_ = 0;          // GUARDED_BY(bounds_mu_)
+  // Records below it are trimmed (invisible); mirrors the stored marker.
+  // Changed only with write_mu_ held too (or by LoadBounds, before the
+  // storage is shared), so a holder of write_mu_ sees it stay put across its
+  // own leveldb write.
+  uint64_t trimmed_below_ = 0;  // GUARDED_BY(bounds_mu_)
 };
 
 }  // namespace
