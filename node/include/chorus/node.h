@@ -146,7 +146,11 @@ class Node {
   //                    message says "never proposed" when it timed out
   //                    before it was proposed: then it is definite);
   //   Stopped          the node is stopping (definite when the call came in
-  //                    after Stop());
+  //                    after Stop()); or "outcome unknown": the value's
+  //                    instance was decided while this node was behind,
+  //                    and it caught up by loading a checkpoint that covers
+  //                    it, so it cannot tell whether its value won there
+  //                    (the value is never proposed again);
   //   IOError          the group halted: writing its log failed;
   //   Corruption       the group halted: its log disagrees with a peer's
   //                    (chained checksum mismatch).
