@@ -54,7 +54,7 @@ Group::~Group() {
 
 Status Group::Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> log,
                    std::vector<StateMachine*> state_machines, std::unique_ptr<Group>* out) {
-  const auto began = std::chrono::steady_clock::now();  // metrics (lane D): recovery line
+  const auto began = std::chrono::steady_clock::now();  // for the recovery log line
   std::unique_ptr<Group> group(new Group(env, index, std::move(log), std::move(state_machines)));
   Status s = group->checkpoint_->OpenStore();
   if (!s.ok()) return s;
@@ -74,7 +74,7 @@ Status Group::Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStora
   if (!s.ok()) return s;
   g->next_execute_.store(g->core_->chosen_end(), std::memory_order_release);
   g->log_start_.store(g->core_->log_start(), std::memory_order_release);
-  g->LogOpened(began, g->metrics_.instances_executed());  // metrics (lane D)
+  g->LogOpened(began, g->metrics_.instances_executed());
   *out = std::move(group);
   return Status::OK();
 }
@@ -340,9 +340,9 @@ void Group::ExecuteRound() {
   }
   // 1. Persist. Nothing of this round may be sent or applied unless it is durable.
   if (!round.persist.empty()) {
-    const auto write_began = std::chrono::steady_clock::now();  // metrics (lane D)
+    const auto write_began = std::chrono::steady_clock::now();
     Status s = log_->Write(round.persist, round.sync && env_.options->sync_writes);
-    metrics_.OnLogWrite(write_began, round.sync && env_.options->sync_writes);  // metrics (lane D)
+    metrics_.OnLogWrite(write_began, round.sync && env_.options->sync_writes);
     if (!s.ok()) {
       Halt(Status::IOError("group " + std::to_string(index_) + ": log write failed, group halted: " +
                            s.ToString()));
@@ -390,7 +390,7 @@ void Group::ExecuteRound() {
   log_start_.store(core_->log_start(), std::memory_order_release);
   checkpoint_->EndOfRound();
   UpdateMaster();
-  PublishMetrics(round);  // metrics (lane D): before the transfers' answers
+  PublishMetrics(round);  // before the transfers' answers
   // Transfers whose hand-over this round sent; answered after the snapshot,
   // so that their callers see this node as master no more.
   master_.AnswerSent();
@@ -467,7 +467,7 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
     }
   }
   checkpoint_->OnApplied(chosen.instance, chosen.value.size());
-  metrics_.OnApplied(values.size());  // metrics (lane D)
+  metrics_.OnApplied(values.size());
   next_execute_.store(chosen.instance + 1, std::memory_order_release);
 }
 

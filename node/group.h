@@ -68,7 +68,7 @@ struct GroupEnv {
   // Stopped before the Group is destroyed.
   CheckpointWorker* checkpoint_worker = nullptr;
   // Fetches a checkpoint from a peer (Outputs::checkpoint_needed), called on
-  // the loop; the transfer (lane B2) sets it. Empty: none.
+  // the loop; the transfer sets it. Empty: none.
   CheckpointRequestHook request_checkpoint;
 };
 
@@ -132,11 +132,10 @@ class Group {
   uint64_t checkpoints_loaded() const { return checkpoint_->loaded(); }
   // Whether a checkpoint is being written right now (for tests).
   bool checkpoint_in_progress() const { return checkpoint_->making(); }
-  // ---- metrics (lane D) ----
+  // ---- Metrics ----
   // The group's counters and histograms (Node::GetMetrics). Thread-safe.
   GroupMetricsRecorder* metrics() { return &metrics_; }
   const GroupMetricsRecorder* metrics() const { return &metrics_; }
-  // ---- end metrics ----
   // The core's counters. Loop thread only, or once Stop() returned.
   const paxos::CoreStats& core_stats() const { return core_->stats(); }
   // OK while the group works; the reason once it halted (IOError: a log
@@ -188,12 +187,11 @@ class Group {
                       paxos::Outputs* step);
   // After a round: the master snapshot and the callback (master_election only).
   void UpdateMaster();
-  // ---- metrics (lane D), group_metrics.cc ----
+  // ---- Metrics (group_metrics.cc) ----
   // After a round: publishes its figures and logs its events (loop only).
   void PublishMetrics(const paxos::Outputs& round);
   // The end of Open: one info line (log range, replay, time taken).
   void LogOpened(std::chrono::steady_clock::time_point began, uint64_t replayed);
-  // ---- end metrics ----
 
   const GroupEnv env_;
   const uint32_t index_;

@@ -14,7 +14,7 @@
 //    byte margin (Options::log_keep_bytes) computed here;
 //  - answers Outputs::checkpoint_needed: from its own store when that holds
 //    a checkpoint above the chosen prefix, else through
-//    GroupEnv::request_checkpoint (the transfer, lane B2), which posts
+//    GroupEnv::request_checkpoint (the transfer), which posts
 //    kLoadCheckpoint once it stored one; loading it is LoadCheckpoint on
 //    every state machine, then Core::InstallCheckpoint.
 //

@@ -1,4 +1,4 @@
-// Group's metrics hooks (lane D): what the loop publishes after each round
+// Group's metrics hooks: what the loop publishes after each round
 // and the recovery line of Open. Kept out of group.cc, which calls these in
 // one line each.
 #include "node/group.h"

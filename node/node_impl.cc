@@ -86,7 +86,7 @@ Status NodeImpl::Init() {
     to.nodes = options_.nodes;
     to.cluster_id = options_.cluster_id;
     to.max_frame_bytes = options_.max_frame_bytes;
-    Logger* logger = &logger_;  // lane D: connections up/down, through the node's logger
+    Logger* logger = &logger_;  // connections up/down, through the node's logger
     to.log_hook = [logger](LogLevel level, const std::string& line) {
       if (logger->Enabled(level)) logger->Log(level, "%s", line.c_str());
     };
@@ -109,7 +109,6 @@ Status NodeImpl::Init() {
   started = checkpoint_worker_->Start();
   if (!started.ok()) return started;
 
-  // ---- checkpoint transfer (B2) ----
   CheckpointTransferOptions cto;
   cto.cluster_id = options_.cluster_id;
   cto.self = options_.self.id();
@@ -120,7 +119,6 @@ Status NodeImpl::Init() {
   cto.max_chunk_bytes = options_.max_frame_bytes / 2;
   cto.send_bytes_per_sec = options_.checkpoint_send_bytes_per_sec;
   checkpoint_transfer_ = std::make_unique<CheckpointTransfer>(cto, transport_, &logger_);
-  // ---- end checkpoint transfer (B2) ----
 
   GroupEnv env;
   env.options = &options_;
@@ -130,12 +128,10 @@ Status NodeImpl::Init() {
   env.logger = &logger_;
   env.catchup_reader = catchup_reader_.get();
   env.checkpoint_worker = checkpoint_worker_.get();
-  // ---- checkpoint transfer (B2) ----
   CheckpointTransfer* transfer = checkpoint_transfer_.get();
   env.request_checkpoint = [transfer](uint32_t group, uint64_t peer, uint64_t above) {
     transfer->Request(group, peer, above);
   };
-  // ---- end checkpoint transfer (B2) ----
 
   std::vector<std::vector<StateMachine*>> machines(options_.group_count);
   for (const auto& [group, sm] : options_.state_machines) machines[group].push_back(sm);
@@ -146,7 +142,7 @@ Status NodeImpl::Init() {
     std::unique_ptr<Group> group;
     s = Group::Open(env, static_cast<uint32_t>(g), std::move(log), machines[g], &group);
     if (!s.ok()) return s;
-    // ---- checkpoint transfer (B2): serve from and receive into its store ----
+    // The checkpoint transfer serves from and receives into this store.
     if (CheckpointStore* store = group->checkpoint_store()) {
       Group* raw = group.get();  // outlives the transfer's threads (Stop order)
       checkpoint_transfer_->AddGroup(static_cast<uint32_t>(g), store,
@@ -154,7 +150,6 @@ Status NodeImpl::Init() {
                                        raw->PostLoadCheckpoint(m.instance);
                                      });
     }
-    // ---- end checkpoint transfer (B2) ----
     groups_.push_back(std::move(group));
   }
   for (auto& group : groups_) {
@@ -178,14 +173,12 @@ void NodeImpl::OnMessage(uint64_t from, std::string message) {
     return;
   }
   const uint32_t prefix = DecodeFixed32(message.data());
-  // ---- checkpoint transfer (B2) ----
   // The top bit marks the group's checkpoint channel: off the group's loop.
   if ((prefix & kCheckpointChannel) != 0) {
     message.erase(0, 4);
     checkpoint_transfer_->OnMessage(from, prefix & ~kCheckpointChannel, std::move(message));
     return;
   }
-  // ---- end checkpoint transfer (B2) ----
   Group* group = FindGroup(prefix);
   if (group == nullptr) {
     misrouted_.fetch_add(1, std::memory_order_relaxed);
@@ -208,7 +201,7 @@ Status NodeImpl::Propose(uint32_t group, const std::string& value, uint64_t* ins
   if (call.stopping()) return Status::Stopped("the node is stopping");
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
-  const auto began = std::chrono::steady_clock::now();  // metrics (lane D)
+  const auto began = std::chrono::steady_clock::now();
   return g->metrics()->CountPropose(g->Propose(value, ctx, /*batch=*/false, instance_id, nullptr),
                                     began);
 }
@@ -222,7 +215,7 @@ Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t
   if (call.stopping()) return Status::Stopped("the node is stopping");
   Group* g = FindGroup(group);
   if (g == nullptr) return Status::InvalidArgument("no group " + std::to_string(group));
-  const auto began = std::chrono::steady_clock::now();  // metrics (lane D)
+  const auto began = std::chrono::steady_clock::now();
   return g->metrics()->CountPropose(g->Propose(value, ctx, /*batch=*/true, instance_id, batch_index),
                                     began);
 }
@@ -265,24 +258,21 @@ Status NodeImpl::GetGroupStatus(uint32_t group, GroupStatus* status) const {
   out.log_start = g->min_chosen_instance_id();
   out.checkpoints_made = g->checkpoints_made();
   out.checkpoints_loaded = g->checkpoints_loaded();
-  // ---- checkpoint transfer (B2) ----
   const CheckpointTransferProgress p = checkpoint_transfer_->Progress(group);
   out.transfer_instance = p.instance;
   out.transfer_bytes_done = p.bytes_done;
   out.transfer_bytes_total = p.bytes_total;
   out.checkpoints_sent = p.sent;
-  // ---- end checkpoint transfer (B2) ----
   if (status != nullptr) *status = out;
   return Status::OK();
 }
 
-// ---- metrics (lane D): the rest is in node_metrics.cc ----
+// Metrics: the rest is in node_metrics.cc.
 Status NodeImpl::GetMetrics(uint32_t group, GroupMetrics* metrics) const {
   ActiveCall call(const_cast<NodeImpl*>(this));
   if (call.destroying()) return Status::Stopped("the node is being destroyed");
   return FillMetrics(group, metrics);
 }
-// ---- end metrics ----
 
 Status NodeImpl::MasterGroup(const ActiveCall& call, uint32_t group, bool refuse_when_stopping,
                              Group** out) const {

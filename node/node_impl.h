@@ -43,7 +43,7 @@ class NodeImpl : public Node {
   uint64_t node_id() const override { return options_.self.id(); }
   Status GetGroupStatus(uint32_t group) const override;
   Status GetGroupStatus(uint32_t group, GroupStatus* status) const override;
-  // ---- metrics (lane D), node_metrics.cc ----
+  // ---- Metrics (node_metrics.cc) ----
   Status GetMetrics(uint32_t group, GroupMetrics* metrics) const override;
   Status GetTransportMetrics(TransportMetrics* metrics) const override;
   Status GetMaster(uint32_t group, MasterInfo* info) const override;
@@ -62,12 +62,10 @@ class NodeImpl : public Node {
   // Calls inside the node right now (the destructor waits for them).
   int active_calls_for_testing() const { return active_calls_.load(std::memory_order_seq_cst); }
 
-  // ---- checkpoint transfer (B2) ----
   // The node's checkpoint transfer (counters, progress). Valid until the destructor.
   const CheckpointTransfer& checkpoint_transfer_for_testing() const {
     return *checkpoint_transfer_;
   }
-  // ---- end checkpoint transfer (B2) ----
 
   // The reader that serves this node's catch-up reads (counters only).
   const CatchupReader& catchup_reader_for_testing() const { return *catchup_reader_; }
@@ -88,7 +86,7 @@ class NodeImpl : public Node {
   Status MasterGroup(const ActiveCall& call, uint32_t group, bool refuse_when_stopping,
                      Group** out) const;
   Status Transfer(uint32_t group, uint64_t target);
-  // GetMetrics once registered (node_metrics.cc, lane D).
+  // GetMetrics once registered (node_metrics.cc).
   Status FillMetrics(uint32_t group, GroupMetrics* metrics) const;
 
   const Options options_;
@@ -104,13 +102,11 @@ class NodeImpl : public Node {
   // Writes and commits the groups' checkpoints off their loops (stopped by
   // Stop() after the groups, before they are freed).
   std::unique_ptr<CheckpointWorker> checkpoint_worker_;
-  // ---- checkpoint transfer (B2) ----
   // Catch-up by checkpoint for every group: sends through transport_,
   // fetches into and serves from the groups' stores (the groups register in
   // Group::Open). Stop() stops it right after the transport, before the
   // groups and their stores go. Read-only pointer after Init.
   std::unique_ptr<CheckpointTransfer> checkpoint_transfer_;
-  // ---- end checkpoint transfer (B2) ----
   std::atomic<uint64_t> misrouted_{0};
   // Calls of the Node API inside the node right now (see ActiveCall in the
   // .cc). The destructor waits for them to leave before the groups are

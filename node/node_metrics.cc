@@ -1,4 +1,4 @@
-// NodeImpl's metrics calls (lane D): Node::GetMetrics and
+// NodeImpl's metrics calls: Node::GetMetrics and
 // Node::GetTransportMetrics. The group's recorder holds most fields; the
 // node adds what lives elsewhere (checkpoint transfer, inbound drops).
 #include "node/node_impl.h"

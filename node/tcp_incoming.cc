@@ -206,7 +206,7 @@ void TcpIncoming::OnEvent(uint64_t id) {
       Close(it);
       return;
     }
-    Counters::Add(&counters_->bytes_received, static_cast<uint64_t>(n));  // lane D
+    Counters::Add(&counters_->bytes_received, static_cast<uint64_t>(n));
     frames.clear();
     Status s = conn->decoder.Consume(read_buf_.get(), static_cast<size_t>(n), &frames);
     for (Frame& f : frames) {

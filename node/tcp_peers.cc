@@ -179,8 +179,8 @@ void TcpPeers::OnConnected(Peer* peer) {
   peer->registered = events;
   peer->state = Peer::State::kConnected;
   peer->connected_at = Clock::now();
-  Counters::Add(&counters_->connects);  // lane D
-  conn_log_.Up(peer->info);              // lane D
+  Counters::Add(&counters_->connects);
+  conn_log_.Up(peer->info);
   // The backoff is not reset here: a peer that accepts and closes at once
   // must not be retried every reconnect_min_ms (see Backoff).
   Flush(peer);
@@ -188,7 +188,7 @@ void TcpPeers::OnConnected(Peer* peer) {
 
 void TcpPeers::Backoff(Peer* peer, int err) {
   const Clock::time_point now = Clock::now();
-  if (peer->state == Peer::State::kConnected) {  // lane D: a lost connection
+  if (peer->state == Peer::State::kConnected) {  // a lost connection
     Counters::Add(&counters_->disconnects);
     conn_log_.Down(peer->info, err);
   }
@@ -272,7 +272,7 @@ void TcpPeers::Flush(Peer* peer) {
       Backoff(peer, err);
       return;
     }
-    Counters::Add(&counters_->bytes_sent, static_cast<uint64_t>(n));  // lane D
+    Counters::Add(&counters_->bytes_sent, static_cast<uint64_t>(n));
     // Retire the frames written completely.
     size_t written = static_cast<size_t>(n) + peer->front_offset;
     size_t done_bytes = 0;

@@ -92,7 +92,7 @@ class TcpPeers {
   std::vector<std::unique_ptr<Peer>> peers_;         // every member but self; immutable
   std::unordered_map<uint64_t, size_t> peer_index_;  // node id -> index in peers_; immutable
   std::unique_ptr<char[]> drain_buf_;                // loop only
-  ConnectionLog conn_log_{options_};                 // loop only (lane D)
+  ConnectionLog conn_log_{options_};                 // loop only
 };
 
 }  // namespace tcp

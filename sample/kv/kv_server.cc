@@ -50,11 +50,9 @@
 #include "tools/print_line.h"
 #include "tools/program_flags.h"
 #include "tools/stop_signals.h"
-// ---- metrics (lane D) ----
 #ifdef CHORUS_HAVE_PROMETHEUS
 #include "chorus/metrics_server.h"
 #endif
-// ---- end metrics ----
 
 DEFINE_string(node, "", "this node, ip:port of its chorus transport (REQUIRED)");
 DEFINE_string(nodes, "", "every node of the cluster, ip:port,ip:port,... (REQUIRED)");
@@ -78,11 +76,9 @@ DEFINE_int32(batch_delay_ms, 0, "Options::batch_delay_ms");
 DEFINE_uint64(checkpoint_interval, 100000,
               "Options::checkpoint_interval_instances (0: no checkpoints, no log trimming)");
 DEFINE_uint64(log_keep, 20000, "Options::log_keep_instances");
-// ---- metrics (lane D) ----
 DEFINE_int32(metrics_port, 0,
              "serve GET /metrics (Prometheus text format) and GET /status (JSON) on --bind:"
              "this port; 0: off (needs a build with prometheus-cpp-dev)");
-// ---- end metrics ----
 
 namespace {
 
@@ -296,14 +292,12 @@ int main(int argc, char** argv) {
   if (FLAGS_port <= 0 || FLAGS_port > 65535) return Usage("--port must be in [1, 65535]");
   if (FLAGS_max_clients < 1) return Usage("--max_clients must be >= 1");
   if (FLAGS_retry_ms < 0) return Usage("--retry_ms must be >= 0");
-  // ---- metrics (lane D) ----
   if (FLAGS_metrics_port < 0 || FLAGS_metrics_port > 65535) {
     return Usage("--metrics_port must be in [0, 65535]");
   }
 #ifndef CHORUS_HAVE_PROMETHEUS
   if (FLAGS_metrics_port > 0) return Usage("--metrics_port: built without prometheus-cpp-dev");
 #endif
-  // ---- end metrics ----
   options.create_if_missing = FLAGS_create_if_missing;
   options.sync_writes = FLAGS_sync_writes;
   options.master_election = true;
@@ -344,7 +338,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kv_server: %s\n", s.ToString().c_str());
     return 1;
   }
-  // ---- metrics (lane D) ----
 #ifdef CHORUS_HAVE_PROMETHEUS
   std::unique_ptr<chorus::MetricsServer> metrics;  // stopped before the node goes
   if (FLAGS_metrics_port > 0) {
@@ -358,7 +351,6 @@ int main(int argc, char** argv) {
     }
   }
 #endif
-  // ---- end metrics ----
   std::thread acceptor([&server] { server.AcceptLoop(); });
   chorus::PrintLine("ready node=" + options.self.ToString() + " id=" +
                     std::to_string(node->node_id()) + " resp=" + FLAGS_bind + ":" +
@@ -369,7 +361,7 @@ int main(int argc, char** argv) {
   server.Stop();
   acceptor.join();
 #ifdef CHORUS_HAVE_PROMETHEUS
-  metrics.reset();  // metrics (lane D): it reads the node
+  metrics.reset();  // before the node: it reads the node
 #endif
   node.reset();
   store.reset();

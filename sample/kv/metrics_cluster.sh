@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kv_server --metrics_port (ctest sample_kv_metrics, label sample; lane D):
+# kv_server --metrics_port (ctest sample_kv_metrics, label sample):
 # three replicas on 127.0.0.1, each also serving /metrics and /status
 # (chorus_prometheus). With curl it
 #  1. scrapes the master's /metrics, makes SETs through redis-cli, scrapes

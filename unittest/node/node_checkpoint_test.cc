@@ -252,7 +252,7 @@ TEST(NodeCheckpointTest, ALostCheckpointDirUnderATrimmedLogIsAClearError) {
 
 
 
-// What the transfer (lane B2) does, by hand: node 0 starts after its peers
+// What the transfer does, by hand: node 0 starts after its peers
 // trimmed past everything it has, gets their newest checkpoint committed
 // into its store, and is told to load it; it then catches up by log.
 TEST(NodeCheckpointTest, ANodeBehindEveryLogLoadsAStoredCheckpointAndCatchesUp) {

@@ -1,5 +1,5 @@
 // OpsCluster: an in-process cluster over loopback TCP for the metrics,
-// logging and tooling tests (lane D). Every node's log lines are collected
+// logging and tooling tests. Every node's log lines are collected
 // (Options::log_hook at info level) so a test can assert what was logged.
 #ifndef CHORUS_UNITTEST_NODE_OPS_CLUSTER_H_
 #define CHORUS_UNITTEST_NODE_OPS_CLUSTER_H_
