@@ -51,6 +51,13 @@ class NodeImpl : public Node {
   Status ReadBarrier(uint32_t group, uint64_t* instance) override;
   Status TransferMaster(uint32_t group, uint64_t node_id) override;
   Status StepDown(uint32_t group) override;
+  // ---- Membership (node_membership.cc) ----
+  Status GetMembership(uint32_t group, MembershipInfo* info) const override;
+  Status AddMember(uint32_t group, const NodeInfo& node) override;
+  Status AddFollower(uint32_t group, const NodeInfo& node) override;
+  Status PromoteFollower(uint32_t group, uint64_t node_id) override;
+  Status RemoveMember(uint32_t group, uint64_t node_id) override;
+  Status ChangeMember(uint32_t group, uint64_t old_node_id, const NodeInfo& new_node) override;
   void Stop() override;
 
   // The protocol counters of `group`. REQUIRES: a valid group, and Stop()

@@ -30,11 +30,12 @@ bool ParsePort(const std::string& text, uint16_t* port) {
 
 uint64_t NodeInfo::id() const {
   uint32_t addr = 0;
-  if (!ParseIpv4(ip, &addr)) return 0;
+  if (node_id != 0) return node_id;
+  if (!ParseIpv4(host, &addr)) return 0;
   return (static_cast<uint64_t>(addr) << 16) | port;
 }
 
-std::string NodeInfo::ToString() const { return ip + ":" + std::to_string(port); }
+std::string NodeInfo::ToString() const { return host + ":" + std::to_string(port); }
 
 Status NodeInfo::Parse(const std::string& text, NodeInfo* node) {
   const size_t colon = text.rfind(':');
@@ -52,7 +53,7 @@ Status NodeInfo::Parse(const std::string& text, NodeInfo* node) {
     return Status::InvalidArgument("node address '" + text + "': port '" +
                                    text.substr(colon + 1) + "' is not a number in [1, 65535]");
   }
-  node->ip = ip;
+  node->host = ip;
   node->port = port;
   return Status::OK();
 }

@@ -16,8 +16,8 @@ Status ToSockAddr(const NodeInfo& node, sockaddr_in* addr) {
   std::memset(addr, 0, sizeof(*addr));
   addr->sin_family = AF_INET;
   addr->sin_port = htons(node.port);
-  if (inet_pton(AF_INET, node.ip.c_str(), &addr->sin_addr) != 1) {
-    return Status::InvalidArgument("'" + node.ip + "' is not a dotted IPv4 address");
+  if (inet_pton(AF_INET, node.host.c_str(), &addr->sin_addr) != 1) {
+    return Status::InvalidArgument("'" + node.host + "' is not a dotted IPv4 address");
   }
   return Status::OK();
 }

@@ -13,7 +13,7 @@
 
 namespace chorus {
 
-// Fills *addr from node. InvalidArgument when node.ip is not a dotted IPv4.
+// Fills *addr from node. InvalidArgument when node.host is not a dotted IPv4.
 Status ToSockAddr(const NodeInfo& node, sockaddr_in* addr);
 
 // Creates a listening socket bound to `node` (SO_REUSEADDR) in *fd.

@@ -72,10 +72,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "chorus/log_storage.h"
 #include "chorus/status.h"
 #include "paxos/ballot.h"
+#include "paxos/membership.h"
 #include "paxos/options.h"
 #include "paxos/outputs.h"
 #include "paxos/random.h"
@@ -133,6 +135,11 @@ struct CoreStats {
   uint64_t checkpoint_replies = 0;     // "use a checkpoint" answers sent (LEARN_VALUES log_start)
   uint64_t checkpoints_needed = 0;     // Outputs::checkpoint_needed entries reported
   uint64_t checkpoints_installed = 0;  // InstallCheckpoint calls that moved chosen_end
+  // Membership (paxos/membership.h).
+  uint64_t membership_changes = 0;    // changes applied (M1), chosen here or learned
+  uint64_t membership_conflicts = 0;  // changes chosen but not applied (stale / invalid)
+  uint64_t non_member_messages = 0;   // voting messages refused from non-voters (M4)
+  uint64_t not_member_sent = 0;       // NOT_MEMBER replies sent
 };
 
 // State shared by the roles of one core during one step. Internal.
@@ -381,6 +388,46 @@ class Core {
   // Returns OK; InvalidArgument for an instance >= kMaxInstanceId; Stopped
   // when halted (nothing changes).
   Status InstallCheckpoint(uint64_t instance, uint32_t checksum, Outputs* out);
+  // The same, for a checkpoint that carries the membership history as of
+  // `instance` (MembershipAt on the node that made it): it replaces this
+  // node's when instance > chosen_end() (M6). nullptr: the form above (a
+  // checkpoint without one; the membership stays).
+  Status InstallCheckpoint(uint64_t instance, uint32_t checksum, const Membership* membership,
+                           Outputs* out);
+
+  // ---- Membership (paxos/membership.h has the rules) ----
+
+  // Proposes `change` under `token` (unique among this Core's unfinished
+  // proposals and changes) like Propose, with the same routing (master
+  // election: forwarded to the master, or NotMaster). It ends once
+  // (Outputs::finished): OK when the change is chosen AND in force
+  // (chosen_end() >= its active_from: the proposer fills the instances up to
+  // there with noops, so an idle group gets there by itself), with instance
+  // = the change's instance; Conflict when it was chosen but another change
+  // got there first (its base_version is stale; on every node alike);
+  // InvalidArgument when it was chosen with an invalid member set; Stopped
+  // as for Propose (cancelled, halted, outcome unknown). Returns
+  // InvalidArgument (ValidateMembers, or a distance that is not the group's)
+  // or Stopped; then nothing was queued.
+  Status ProposeMembership(uint64_t token, const MembershipChange& change, Outputs* out);
+  // The membership history as this core knows it (as of chosen_end()).
+  const Membership& membership() const;
+  // The history as of the instances below `instance` <= chosen_end(), for a
+  // checkpoint made at `instance` (Membership::Before).
+  Membership MembershipAt(uint64_t instance) const;
+  // Where this node stands (MemberRole).
+  MemberRole role() const;
+
+  // What this node last heard from a peer (any node it received a message
+  // from since Open): for the runtime's membership checks (is a node live,
+  // has a follower caught up, what incarnation to add it with).
+  struct PeerState {
+    uint64_t id = 0;
+    uint64_t last_heard_ms = 0;  // the core's time (SetNow) of its last message
+    uint64_t chosen_end = 0;     // its chosen_end as its last message said
+    uint64_t incarnation = 0;    // from its last ASK_LEARN / CONFIRM_LEARN (0: none yet)
+  };
+  std::vector<PeerState> peers() const;
 
   // True once a checksum mismatch or conflicting chosen value was seen: the
   // core refuses every further input (Stopped) and applies nothing more.

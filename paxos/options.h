@@ -82,6 +82,18 @@ enum class TestMutation {
   // log_keep_instances: a peer lagging by less than the margin is told to
   // use a checkpoint.
   kTrimIgnoresMargin,
+  // Membership (paxos/membership.h); each one changes behaviour only when a
+  // membership change is chosen (the simulation's --membership).
+  // Membership: a change governs from the instance after its own (alpha =
+  // 1) instead of activation_distance later: proposers that do not know it
+  // yet still use the old quorums there.
+  kActivateAtOnce,
+  // Proposer: counts a follower's (or a removed node's) ACCEPTED and PROMISE
+  // toward a majority.
+  kFollowerVotes,
+  // Proposer: counts phase 1 and phase 2 majorities in the configuration of
+  // chosen_end only, ignoring the ones a pending change activates later.
+  kQuorumOfCurrentOnly,
 };
 
 // The largest ballot number ever used: a message carrying a larger one (2^62
@@ -92,6 +104,9 @@ constexpr uint64_t kMaxBallotNumber = (uint64_t{1} << 62) - 1;
 // malformed (dropped), a log record at one is Corruption at Open. Together
 // with the acceptance window it keeps chosen_end + window from overflowing.
 constexpr uint64_t kMaxInstanceId = uint64_t{1} << 62;
+// The default activation distance (CoreOptions::activation_distance), and the
+// largest max_inflight the runtime accepts.
+constexpr uint64_t kDefaultActivationDistance = 256;
 // The largest acceptance window (CoreOptions::window).
 constexpr size_t kMaxWindow = size_t{1} << 20;
 // A value envelope (value.h) is the application's bytes plus this header.
@@ -108,11 +123,37 @@ struct CoreOptions {
   uint64_t cluster_id = 0;
   // Index of this paxos group; messages of another group are dropped. Default 0.
   uint32_t group = 0;
-  // This node's id. REQUIRES: non-zero and in `members`. Default 0 (invalid).
+  // This node's id. REQUIRES: non-zero, and in `members` unless `joined`.
+  // Default 0 (invalid).
   uint64_t self = 0;
-  // Ids of every member, self included. REQUIRES: non-empty, non-zero, no
-  // duplicates. A majority is members.size() / 2 + 1. Default empty (invalid).
+  // The GENESIS voters (paxos/membership.h: version 0): the membership of a
+  // log that never recorded one (kMembershipVariable). Once a log holds a
+  // membership, that one governs and this list is only compared with it (the
+  // runtime warns when they differ). Ids of every member, self included.
+  // REQUIRES: non-zero, no duplicates, at most kMaxMembers; non-empty unless
+  // `joined`. Default empty.
   std::vector<uint64_t> members;
+  // The genesis members' addresses (opaque to the core, stored in the
+  // membership): empty, or one per entry of `members`. Default empty.
+  std::vector<std::string> member_addresses;
+  // Lamport's alpha (membership.h M1, M2): a change chosen at i governs from
+  // i + activation_distance on. Fixed for the group's life: the genesis
+  // records it, and every node of a group must use the same one (the
+  // runtime uses kDefaultActivationDistance). REQUIRES max_inflight <=
+  // activation_distance <= kMaxWindow. Default 256.
+  uint64_t activation_distance = kDefaultActivationDistance;
+  // The incarnation of this node's data dir (membership.h M5): a random
+  // non-zero number the runtime draws when it creates the data dir. 0: not
+  // known (tests), matches genesis entries only. Default 0.
+  uint64_t incarnation = 0;
+  // The data dir was created to join an existing group (Options::join): the
+  // node knows no membership until it learns one (from the log or a
+  // checkpoint), never votes under a genesis entry (M5), and asks
+  // `join_peers` for values until it knows members. Default false.
+  bool joined = false;
+  // Nodes to catch up from while no membership is known (joined). Default
+  // empty.
+  std::vector<uint64_t> join_peers;
 
   // How many of this node's proposals may be in phase 2 at once (pipelining).
   // 1 behaves like PhxPaxos (one instance at a time). Default 8. REQUIRES >= 1.
@@ -240,8 +281,10 @@ struct CoreOptions {
   //          + kMessageHeaderBytes )                                 LEARN_VALUES
   // A transport must carry frames of at least this size (node/ validates it).
   size_t MaxMessageBytes() const;
-  // A majority of members.
+  // A majority of the genesis members. Quorums follow the membership
+  // (membership.h M3), not this: for tests of a fixed membership only.
   size_t Majority() const { return members.size() / 2 + 1; }
+  // `id` is a genesis member.
   bool IsMember(uint64_t id) const;
 };
 

@@ -9,6 +9,7 @@
 #include "chorus/log_storage.h"
 #include "chorus/status.h"
 #include "paxos/ballot.h"
+#include "paxos/membership.h"
 
 namespace chorus {
 namespace paxos {
@@ -157,6 +158,12 @@ struct Outputs {
   // is): `master` is the new view. Report it (Options::on_master_change).
   bool master_changed = false;
   MasterView master;
+  // 3c'. The membership changed in this step (a change was applied, chosen
+  // by this node or learned, a checkpoint brought one, or this node learned
+  // it was removed): `membership` is the new history. Update the transport's
+  // address book and the group's status from it.
+  bool membership_changed = false;
+  Membership membership;
   // 3c. Checkpoint catch-up: at most one entry per step. The learner goes on
   // asking on its learn ticks, so the same need is reported again while a
   // transfer runs: the runtime ignores repeats (one transfer at a time).

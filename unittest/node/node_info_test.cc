@@ -29,7 +29,7 @@ TEST(NodeInfoTest, ParseGood) {
   NodeInfo n;
   Status s = NodeInfo::Parse("192.168.0.7:1", &n);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ("192.168.0.7", n.ip);
+  EXPECT_EQ("192.168.0.7", n.host);
   EXPECT_EQ(1, n.port);
 }
 
@@ -57,7 +57,7 @@ TEST(NodeInfoTest, ParseBad) {
     EXPECT_TRUE(s.IsInvalidArgument()) << "'" << text << "' -> " << s.ToString();
     // The message quotes the offending input.
     EXPECT_NE(std::string::npos, s.message().find(text)) << s.message();
-    EXPECT_EQ("untouched", n.ip) << text;
+    EXPECT_EQ("untouched", n.host) << text;
     EXPECT_EQ(7, n.port) << text;
   }
 }
@@ -94,7 +94,7 @@ TEST(NodeInfoTest, ParseListBad) {
     Status s = NodeInfo::ParseList(text, &nodes);
     EXPECT_TRUE(s.IsInvalidArgument()) << "'" << text << "' -> " << s.ToString();
     ASSERT_EQ(1u, nodes.size()) << text;
-    EXPECT_EQ("keep", nodes[0].ip) << text;
+    EXPECT_EQ("keep", nodes[0].host) << text;
   }
 }
 

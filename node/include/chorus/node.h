@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "chorus/metrics.h"
 #include "chorus/options.h"
@@ -41,6 +42,38 @@ struct MasterInfo {
   uint64_t epoch_node = 0;
   // Whether a master is known (GetMaster returns NotFound otherwise).
   bool known = false;
+};
+
+// A member of a group (Node::GetMembership).
+struct MemberInfo {
+  NodeInfo node;       // its address; its id is node.id()
+  bool voter = true;   // false: a follower (a non-voting replica)
+};
+
+// A group's membership as this node knows it (Node::GetMembership).
+struct MembershipInfo {
+  // 0: the initial membership (Options::nodes of the first start); +1 per
+  // change.
+  uint64_t version = 0;
+  // The newest membership, sorted by node id.
+  std::vector<MemberInfo> members;
+  // The first instance it governs. A change is chosen at some instance i and
+  // governs from i + 256 on (the activation distance: the instances in
+  // flight when it was chosen keep their quorums), so right after it is
+  // chosen it is pending: active_from > the executed instance.
+  uint64_t active_from = 0;
+  bool pending = false;
+};
+
+// Where this node stands in a group's membership (GroupStatus::role).
+enum class MemberRole {
+  kVoter,        // a voting member
+  kFollower,     // a non-voting replica: executes every value, never votes
+  kRemoved,      // it was a member and was removed: it proposes nothing
+  kJoining,      // started with Options::join and not added yet
+  // Its id is a voter, but under another data dir: it lost its state (e.g.
+  // its disk) and must be removed and added again; it never votes.
+  kNotEligible,
 };
 
 // Where this node stands in a group (Node::GetGroupStatus, second form).
@@ -72,6 +105,9 @@ struct GroupStatus {
   uint64_t checkpoints_made = 0;
   uint64_t checkpoints_loaded = 0;
   uint64_t checkpoints_sent = 0;
+  // Membership: this node's role, and the membership's version.
+  MemberRole role = MemberRole::kVoter;
+  uint64_t membership_version = 0;
 };
 
 class Node {
@@ -268,6 +304,55 @@ class Node {
   // once and does not campaign for election_timeout_ms; the others elect a
   // master among themselves. Returns as TransferMaster does.
   virtual Status StepDown(uint32_t group) = 0;
+
+  // ---- Membership ----
+  //
+  // The calls below change `group`'s membership. Each one may be called on
+  // any node: it goes to the master (master_election must be on), which
+  // makes one change at a time, and returns once the change is chosen AND
+  // in force (every instance from its activation on uses the new quorums).
+  // Each waits at most Options::membership_timeout_ms. A change that
+  // succeeded is never undone by a later error; a Timeout says nothing about
+  // whether it was chosen (GetMembership tells).
+  // They return:
+  //   OK               in force;
+  //   NotSupported     master_election is off;
+  //   InvalidArgument  bad group; the node already is / is not a member (as
+  //                    the call needs); a bad address; the change would
+  //                    leave no voter;
+  //   Busy             another change of the group is in progress (on the
+  //                    master), or no master is known: retry; or the change
+  //                    is unsafe now: the message says why (a removal that
+  //                    would leave fewer live voters than a majority of the
+  //                    new membership);
+  //   Conflict         a concurrent change got chosen first: retry;
+  //   Timeout          the deadline passed (the new node did not catch up,
+  //                    or no majority answered);
+  //   Stopped / IOError / Corruption  as Propose.
+
+  // The membership of `group` as this node knows it (a snapshot as of the
+  // loop's latest round). OK, or InvalidArgument for a bad group. Works
+  // without master_election too.
+  virtual Status GetMembership(uint32_t group, MembershipInfo* info) const = 0;
+  // Adds `node` as a voter: first as a follower, then, once it has caught up
+  // (Options::catch_up_margin_instances), promoted. The node must be running
+  // (started with Options::join naming members of the cluster) and reachable.
+  virtual Status AddMember(uint32_t group, const NodeInfo& node) = 0;
+  // Adds `node` as a follower (non-voting). It catches up by itself.
+  virtual Status AddFollower(uint32_t group, const NodeInfo& node) = 0;
+  // Makes follower `node_id` a voter, once it has caught up.
+  virtual Status PromoteFollower(uint32_t group, uint64_t node_id) = 0;
+  // Removes member `node_id` (a voter or a follower). Refused (Busy) when
+  // the voters left that the master heard from within
+  // Options::member_live_ms would be fewer than a majority of the voters
+  // left. Removing the master: the mastership moves to another live voter
+  // first, then the new master removes it.
+  virtual Status RemoveMember(uint32_t group, uint64_t node_id) = 0;
+  // Replaces voter `old_node_id` by `new_node` (e.g. a dead machine by a new
+  // one): `new_node` is added as a follower and catches up, then one change
+  // makes it a voter and removes the old one, so the number of voters never
+  // changes.
+  virtual Status ChangeMember(uint32_t group, uint64_t old_node_id, const NodeInfo& new_node) = 0;
 
   // Stops the node: waiting proposers return Stopped, loop and transport
   // threads are joined, logs closed. Idempotent.

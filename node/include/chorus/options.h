@@ -23,10 +23,31 @@ class StateMachine;
 
 struct Options {
   // ---- The cluster ----
-  // This node. REQUIRED; must appear in `nodes`.
+  // This node. REQUIRED; must appear in `nodes` (unless `join` is set).
   NodeInfo self;
-  // Every member of the cluster, self included, no duplicates. REQUIRED.
+  // The INITIAL membership of every group: every member, self included, no
+  // duplicates. REQUIRED unless `join` is set. It is used on the very first
+  // start (the logs are empty) and recorded in each group's log. From then
+  // on, each group's log is the source of truth for who is a member
+  // (Node::AddMember and friends change it): on a restart the log wins, and
+  // a node whose `nodes` names other ids than its log's membership logs one
+  // warning per group and follows the log. Addresses are different: for an
+  // id that `nodes` names, the address given here wins over the one the
+  // log recorded (so a member that moved to a new address can be reached
+  // once its peers are told its new address and keep its id: "id@host:port").
   std::vector<NodeInfo> nodes;
+  // Join an existing cluster as a NEW node, through these members (any
+  // subset of them; `nodes` must then be empty). On its first start (with
+  // create_if_missing) the node creates an empty data dir that is marked
+  // "joined", learns each group's membership and log (or a checkpoint) from
+  // them, and does not vote until a member adds it (Node::AddMember on any
+  // node; until then its messages are refused and it waits). A node whose
+  // disk was lost must come back this way, and be removed and added again:
+  // it has forgotten the promises it made, and it never votes as its old
+  // self (its new data dir has a new incarnation). On later starts the log
+  // knows the membership and `join` is only used while it does not.
+  // Default empty.
+  std::vector<NodeInfo> join;
   // Identifies the cluster on the wire and in the data dir; messages and data
   // dirs of another cluster are refused. Default 1.
   uint64_t cluster_id = 1;
@@ -87,6 +108,20 @@ struct Options {
   // with one synced write): propose_bench with 100 clients measured 64 at
   // about 1.9x the throughput of 16, with a lower p99 (see README).
   int max_inflight = 64;
+  // ---- Membership (Node::AddMember and friends) ----
+  // Deadline of one membership call (the change, plus, for AddMember and
+  // ChangeMember, the new node's catch-up before it votes): Timeout after
+  // it. Default 120000 ms.
+  int membership_timeout_ms = 120000;
+  // A node counts as live for the safety check of RemoveMember (and the
+  // choice of a new master when the master is removed) when the master
+  // heard from it within this long. Default 2000 ms.
+  int member_live_ms = 2000;
+  // AddMember / ChangeMember promote the new node to a voter once its
+  // executed instance is within this many instances of the master's chosen
+  // end. Default 1000.
+  uint64_t catch_up_margin_instances = 1000;
+
   // Overload protection, per group: proposals waiting (queued or in
   // flight) beyond this are rejected at once with Busy ("overloaded").
   // Default 10000.

@@ -21,23 +21,38 @@
 
 namespace chorus {
 
-// A member of the cluster: an IPv4 address and a port. Its node id is derived
-// from both (see id()), so every process computes the same ids.
+// A node of the cluster: its address (a host and a port) and its node id.
+//
+// The node id is the node's identity: the membership, the logs and the wire
+// name nodes by id, never by address, so a node keeps its id when it moves
+// to another address. Give it explicitly ("7@db3.example:7000"); without
+// one, an IPv4 address derives it (see id()), for compatibility.
 struct NodeInfo {
-  std::string ip;     // dotted IPv4, e.g. "127.0.0.1"
+  // A dotted IPv4 address ("127.0.0.1"), an IPv6 address ("::1"; written
+  // "[::1]:7000" in text) or a host name ("db3.example", resolved when the
+  // transport connects or listens).
+  std::string host;
   uint16_t port = 0;
+  // The explicit node id; 0: derived from an IPv4 host (see id()).
+  uint64_t node_id = 0;
 
-  // (ipv4 as a 32-bit number) << 16 | port. 0 when ip is not a valid IPv4.
+  // node_id when set; otherwise, for an IPv4 host, (ipv4 as a 32-bit number)
+  // << 16 | port; otherwise 0 (no id: invalid as a member).
   uint64_t id() const;
-  // "ip:port".
+  // "host:port" ("[v6]:port" for IPv6), prefixed with "id@" when node_id is
+  // set: the text Parse reads back.
   std::string ToString() const;
 
-  // Parses "ip:port". Returns InvalidArgument with the offending text otherwise.
+  // Parses "[id@]host:port" (host: IPv4, "[IPv6]" or a host name; id: a
+  // decimal number >= 1). Returns InvalidArgument with the offending text
+  // otherwise, and for a host name or IPv6 address without an id.
   static Status Parse(const std::string& text, NodeInfo* node);
-  // Parses a comma separated list "ip:port,ip:port,...".
+  // Parses a comma separated list of the above; ids must be unique.
   static Status ParseList(const std::string& text, std::vector<NodeInfo>* nodes);
 
-  bool operator==(const NodeInfo& o) const { return ip == o.ip && port == o.port; }
+  bool operator==(const NodeInfo& o) const {
+    return host == o.host && port == o.port && node_id == o.node_id;
+  }
   bool operator!=(const NodeInfo& o) const { return !(*this == o); }
 };
 

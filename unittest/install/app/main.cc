@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   }
   RecordingStateMachine sm;
   chorus::Options options;
-  options.self.ip = "127.0.0.1";
+  options.self.host = "127.0.0.1";
   options.self.port = FreeLoopbackPort();
   if (options.self.port == 0) return Fail("no free loopback port");
   options.nodes = {options.self};
