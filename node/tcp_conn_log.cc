@@ -17,6 +17,11 @@ void ConnectionLog::Down(const NodeInfo& peer, int err) {
                        : "down (" + std::string(std::strerror(err)) + ")");
 }
 
+void ConnectionLog::Changed(const NodeInfo& peer, const std::string& what) {
+  if (!enabled_ || !logger_.Enabled(LogLevel::kInfo)) return;
+  logger_.Log(LogLevel::kInfo, "transport: peer %s %s", peer.ToString().c_str(), what.c_str());
+}
+
 void ConnectionLog::Write(const NodeInfo& peer, const std::string& what) {
   if (!enabled_ || !logger_.Enabled(LogLevel::kInfo)) return;
   const Clock::time_point now = Clock::now();

@@ -5,6 +5,7 @@
 // counted, and the next written line of that peer says how many were not.
 // A failed connect attempt to a peer that was not up logs nothing (a peer
 // that is still starting, or down for long, is not news on every retry).
+// Changes of the address book are logged too, one line each.
 //
 // Thread safety: none; the transport's loop thread alone calls it.
 #ifndef CHORUS_NODE_TCP_CONN_LOG_H_
@@ -34,6 +35,10 @@ class ConnectionLog {
   void Up(const NodeInfo& peer);
   // The established connection to `peer` broke (errno `err`, 0: EOF).
   void Down(const NodeInfo& peer, int err);
+  // The address book changed for `peer` (`what`: "added to the address
+  // book"...). Not rate-limited: the book changes with the membership, which
+  // is rare, and only the differences are reported.
+  void Changed(const NodeInfo& peer, const std::string& what);
 
  private:
   struct Bucket {

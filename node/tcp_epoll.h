@@ -1,7 +1,7 @@
 // What the three parts of the TCP transport share: the loop's epoll set and
 // the tags of its events, the transport's counters, and a few helpers for
 // descriptors and epoll timeouts. The parts: tcp_peers (outgoing
-// connections), tcp_incoming (accepted connections), tcp_transport (the loop
+// connections and the address book), tcp_incoming (accepted connections), tcp_transport (the loop
 // that drives both, Send and Stop).
 #ifndef CHORUS_NODE_TCP_EPOLL_H_
 #define CHORUS_NODE_TCP_EPOLL_H_
@@ -91,6 +91,8 @@ struct Counters {
   std::atomic<uint64_t> connect_timeouts{0};
   std::atomic<uint64_t> timed_out{0};
   std::atomic<uint64_t> closed_header_timeout{0};
+  std::atomic<uint64_t> resolve_failures{0};
+  std::atomic<uint64_t> closed_removed_peer{0};
 
   static void Add(std::atomic<uint64_t>* counter, uint64_t n = 1) {
     counter->fetch_add(n, std::memory_order_relaxed);
@@ -121,6 +123,8 @@ struct Counters {
     s.connect_timeouts = get(connect_timeouts);
     s.connections_timed_out = get(timed_out);
     s.connections_closed_header_timeout = get(closed_header_timeout);
+    s.resolve_failures = get(resolve_failures);
+    s.connections_closed_removed_peer = get(closed_removed_peer);
     return s;
   }
 };

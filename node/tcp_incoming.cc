@@ -32,28 +32,30 @@ struct TcpIncoming::Connection {
   int fd;
   Clock::time_point accepted_at;
   bool header_passed = false;  // one header passed the identity checks
+  uint64_t sender = 0;         // of the last header that passed
   FrameDecoder decoder;
   Connection(int f, Clock::time_point at, uint32_t max, TcpIncoming* owner)
-      : fd(f), accepted_at(at), decoder(max, [this, owner](uint64_t cluster_id, uint64_t sender) {
-          Status s = owner->CheckHeader(cluster_id, sender);
-          if (s.ok()) header_passed = true;
+      : fd(f), accepted_at(at), decoder(max, [this, owner](uint64_t cluster_id, uint64_t from) {
+          Status s = owner->CheckHeader(cluster_id, from);
+          if (s.ok()) {
+            header_passed = true;
+            sender = from;
+          }
           return s;
         }) {}
 };
 
 TcpIncoming::TcpIncoming(const TcpTransportOptions& options, Epoll* epoll, Counters* counters,
-                         const std::atomic<bool>* stop, const Transport::Receiver* receiver)
+                         const std::atomic<bool>* stop, const Transport::Receiver* receiver,
+                         const TcpPeers* book)
     : options_(options),
       epoll_(epoll),
       counters_(counters),
       stop_(stop),
       receiver_(receiver),
-      max_incoming_(options.max_incoming_connections > 0
-                        ? static_cast<size_t>(options.max_incoming_connections)
-                        : 4 * options.nodes.size() + 16),
-      read_buf_(new char[kReadChunk]) {
-  for (const NodeInfo& n : options_.nodes) members_.insert(n.id());
-}
+      book_(book),
+      book_version_seen_(book->book_version()),
+      read_buf_(new char[kReadChunk]) {}
 
 TcpIncoming::~TcpIncoming() { CloseAll(); }
 
@@ -79,14 +81,31 @@ Status TcpIncoming::CheckHeader(uint64_t cluster_id, uint64_t sender) {
     Counters::Add(&counters_->dropped_foreign_cluster);
     return Status::InvalidArgument("frame of cluster " + std::to_string(cluster_id));
   }
-  if (members_.count(sender) == 0) {
+  if (!book_->IsMember(sender)) {
     Counters::Add(&counters_->dropped_non_member);
     return Status::InvalidArgument("frame from non-member " + std::to_string(sender));
   }
   return Status::OK();
 }
 
-int TcpIncoming::Service() { return MinTimeout(ServiceAcceptPause(), ServiceHeaderTimeouts()); }
+int TcpIncoming::Service() {
+  if (book_->book_version() != book_version_seen_) CloseRemovedSenders();
+  return MinTimeout(ServiceAcceptPause(), ServiceHeaderTimeouts());
+}
+
+void TcpIncoming::CloseRemovedSenders() {
+  book_version_seen_ = book_->book_version();
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    Connection* conn = it->second.get();
+    if (!conn->header_passed || book_->IsMember(conn->sender)) {
+      ++it;
+      continue;
+    }
+    Counters::Add(&counters_->closed_removed_peer);
+    close(conn->fd);  // also removes it from the epoll set
+    it = connections_.erase(it);
+  }
+}
 
 int TcpIncoming::ServiceAcceptPause() {
   if (!accept_paused_) return -1;
@@ -159,7 +178,11 @@ void TcpIncoming::Accept() {
       PauseAccept();
       return;
     }
-    if (connections_.size() >= max_incoming_) {
+    // The default limit follows the book: SetPeers may grow the cluster.
+    const size_t max_incoming = options_.max_incoming_connections > 0
+                                    ? static_cast<size_t>(options_.max_incoming_connections)
+                                    : 4 * book_->book_size() + 16;
+    if (connections_.size() >= max_incoming) {
       // Counted before the close, which the client can see at once.
       Counters::Add(&counters_->rejected_over_limit);
       close(fd);

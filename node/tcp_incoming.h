@@ -1,15 +1,17 @@
 // TcpIncoming: the incoming half of the TCP transport: the listening socket
 // and the accepted connections, which are only read.
 //
-// At most max_incoming_connections are open (more are closed at once). Each
-// has a FrameDecoder; every header is checked (magic, length, cluster id,
-// sender is a member) as soon as it is complete, before any of its payload
-// is read, and the crc32c once the payload is in, before the receiver sees
+// At most max_incoming_connections are open (more are closed at once; the
+// default limit follows the size of the address book). Each has a
+// FrameDecoder; every header is checked (magic, length, cluster id, sender is
+// in the address book, see TcpPeers) as soon as it is complete, before any
+// of its payload is read, and the crc32c once the payload is in, before the receiver sees
 // the frame. A bad frame is counted and closes its connection; other
 // connections are unaffected. An incoming connection must deliver one header
 // that passes those checks within header_timeout_ms of its accept, or it is
 // closed (a silent non-member must not hold a slot of the cap forever); once
-// one has passed it is exempt. There is no timer per connection: each
+// one has passed it is exempt. When the address book changes, the
+// connections whose last verified sender left it are closed. There is no timer per connection: each
 // records its accept time and whether a header passed, and Service scans the
 // connections when the earliest deadline is due (at most every quarter of
 // the timeout, and not at all while every connection has passed).
@@ -27,11 +29,11 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "chorus/transport.h"
 #include "node/frame.h"
 #include "node/tcp_epoll.h"
+#include "node/tcp_peers.h"
 
 namespace chorus {
 namespace tcp {
@@ -39,9 +41,11 @@ namespace tcp {
 class TcpIncoming {
  public:
   // `receiver` gets every verified frame (set before the loop runs); `stop`
-  // is the transport's stop flag. All borrowed ones outlive this object.
+  // is the transport's stop flag; `book` says who is a member (any thread).
+  // All borrowed ones outlive this object.
   TcpIncoming(const TcpTransportOptions& options, Epoll* epoll, Counters* counters,
-              const std::atomic<bool>* stop, const Transport::Receiver* receiver);
+              const std::atomic<bool>* stop, const Transport::Receiver* receiver,
+              const TcpPeers* book);
   ~TcpIncoming();
 
   // Binds and listens on options.self and adds the socket to epoll.
@@ -51,9 +55,9 @@ class TcpIncoming {
   void Accept();
   // Loop thread. The connection tagged `id` is readable (or closed).
   void OnEvent(uint64_t id);
-  // Loop thread. Ends an accept pause and closes the connections past their
-  // header deadline when due. Returns the epoll timeout until the next of
-  // those, or -1.
+  // Loop thread. Ends an accept pause, closes the connections past their
+  // header deadline when due, and, after the book changed, those whose
+  // sender left it. Returns the epoll timeout until the next of those, or -1.
   int Service();
 
   // Closes every connection and the listening socket. REQUIRES: the loop is
@@ -67,6 +71,7 @@ class TcpIncoming {
   // Runs for every complete incoming header.
   Status CheckHeader(uint64_t cluster_id, uint64_t sender);
   int ServiceAcceptPause();
+  void CloseRemovedSenders();
   int ServiceHeaderTimeouts();
   // Stops watching the listening socket for kAcceptPauseMs: with no
   // descriptor to accept into it stays readable and would spin the loop.
@@ -81,13 +86,13 @@ class TcpIncoming {
   Counters* const counters_;
   const std::atomic<bool>* const stop_;
   const Transport::Receiver* const receiver_;
-  std::unordered_set<uint64_t> members_;  // immutable after construction
-  const size_t max_incoming_;             // resolved max_incoming_connections
+  const TcpPeers* const book_;
 
   // Loop thread only (and CloseAll once the loop has joined).
   int listen_fd_ = -1;
   Connections connections_;
   uint64_t next_id_ = 0;
+  uint64_t book_version_seen_ = 0;      // of book_, when last scanned
   bool accept_paused_ = false;          // listen_fd_ is out of epoll until...
   Clock::time_point accept_resume_at_;  // ...this time
   // Some connection has not passed a header (header_timeout_ms > 0):

@@ -25,10 +25,10 @@ struct TcpPeers::OutFrame {
   size_t size() const { return header.size() + payload.size(); }
 };
 
-// One remote member and our outgoing connection to it.
+// One remote node at one address, and our outgoing connection to it.
 struct TcpPeers::Peer {
-  NodeInfo info;
-  sockaddr_in addr;
+  NodeInfo info;      // immutable: another address is another Peer
+  uint64_t slot = 0;  // its epoll tag index; immutable, never reused
 
   std::mutex mu;
   std::deque<OutFrame> queue;  // GUARDED_BY(mu)
@@ -36,12 +36,14 @@ struct TcpPeers::Peer {
   size_t queued_bytes = 0;
 
   // The rest is owned by the loop thread.
-  enum class State { kIdle, kConnecting, kConnected };
+  enum class State { kIdle, kResolving, kConnecting, kConnected };
   State state = State::kIdle;
   int fd = -1;
   uint32_t registered = 0;          // epoll events registered for fd
   std::deque<OutFrame> sending;     // taken from `queue`, being written
   size_t front_offset = 0;          // bytes of sending.front() written
+  std::vector<SockAddr> addrs;      // from the last resolution
+  size_t next_addr = 0;             // the one the next connect tries
   int backoff_ms = 0;               // 0: no attempt failed yet
   Clock::time_point next_attempt;   // no connect before this
   Clock::time_point connect_deadline;  // kConnecting: give up at this time
@@ -56,33 +58,41 @@ TcpPeers::TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* c
       counters_(counters),
       stop_(stop),
       wake_(std::move(wake)),
+      resolver_(wake_),
       drain_buf_(new char[kReadChunk]) {
+  std::unique_lock<std::shared_mutex> l(book_mu_);
   for (const NodeInfo& n : options_.nodes) {
-    if (n.id() == self_id_) continue;
-    auto peer = std::make_unique<Peer>();
-    peer->info = n;
-    ToSockAddr(n, &peer->addr);  // validated by NewTcpTransport
-    peer_index_[n.id()] = peers_.size();
-    peers_.push_back(std::move(peer));
+    if (n.id() != self_id_) book_[n.id()] = NewPeer(n);
   }
+  book_size_.store(book_.size() + 1);
+  book_version_.store(1);
 }
 
 TcpPeers::~TcpPeers() { CloseAll(); }
 
+std::shared_ptr<TcpPeers::Peer> TcpPeers::NewPeer(const NodeInfo& info) {
+  auto peer = std::make_shared<Peer>();
+  peer->info = info;
+  peer->slot = next_slot_++;
+  return peer;
+}
+
 Status TcpPeers::Enqueue(uint64_t to, std::string message) {
-  auto it = peer_index_.find(to);
-  if (it == peer_index_.end()) {
-    return Status::InvalidArgument("node " + std::to_string(to) + " is not a member");
-  }
-  Peer* peer = peers_[it->second].get();
   OutFrame frame;
   frame.header = EncodeFrameHeader(options_.cluster_id, self_id_, message);
   frame.payload = std::move(message);
-  // The wake happens under the lock: Stop() passes through every peer's
-  // lock after setting the stop flag (Barrier), so no Enqueue can wake the
-  // loop once Stop goes on to close the wake descriptor.
-  std::lock_guard<std::mutex> l(peer->mu);
+  // Shared: Sends from many threads go on together; SetBook waits for them.
+  std::shared_lock<std::shared_mutex> bl(book_mu_);
+  // The wake happens under the locks: Stop() passes through book_mu_ after
+  // setting the stop flag (Barrier), so no Enqueue can wake the loop once
+  // Stop goes on to close the wake descriptor.
   if (stop_->load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
+  auto it = book_.find(to);
+  if (it == book_.end()) {
+    return Status::InvalidArgument("node " + std::to_string(to) + " is not a member");
+  }
+  Peer* peer = it->second.get();
+  std::lock_guard<std::mutex> l(peer->mu);
   if (peer->queued_bytes + frame.size() > options_.max_queued_bytes_per_peer) {
     // The peer is slow or down; the protocol retries.
     Counters::Add(&counters_->sends_dropped_queue_full);
@@ -95,23 +105,130 @@ Status TcpPeers::Enqueue(uint64_t to, std::string message) {
   return Status::OK();
 }
 
-void TcpPeers::Barrier() {
-  for (auto& peer : peers_) std::lock_guard<std::mutex> pl(peer->mu);
+Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {
+  std::unique_lock<std::shared_mutex> bl(book_mu_);
+  if (stop_->load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
+  Book next;
+  bool changed = false;
+  for (const NodeInfo& n : nodes) {
+    const uint64_t id = n.id();
+    if (id == self_id_) continue;
+    auto old = book_.find(id);
+    if (old == book_.end()) {
+      next[id] = NewPeer(n);
+      changed = true;
+      continue;
+    }
+    Peer* was = old->second.get();
+    // The id is the identity; only the address matters here (an IPv4 node
+    // named with or without its derived id is the same node).
+    if (was->info.host == n.host && was->info.port == n.port) {
+      next[id] = old->second;
+      continue;
+    }
+    // Moved: what waits for it goes to the new address.
+    std::shared_ptr<Peer> moved = NewPeer(n);
+    {
+      std::lock_guard<std::mutex> l(was->mu);
+      for (const OutFrame& f : was->queue) was->queued_bytes -= f.size();
+      moved->queue.swap(was->queue);
+    }
+    for (const OutFrame& f : moved->queue) moved->queued_bytes += f.size();
+    next[id] = std::move(moved);
+    changed = true;
+  }
+  for (auto& [id, peer] : book_) {
+    if (next.count(id) != 0) continue;
+    // Removed: its frames are dropped (the loop closes its connection).
+    std::lock_guard<std::mutex> l(peer->mu);
+    for (const OutFrame& f : peer->queue) peer->queued_bytes -= f.size();
+    peer->queue.clear();
+    changed = true;
+  }
+  if (!changed) return Status::OK();
+  book_.swap(next);
+  book_size_.store(book_.size() + 1, std::memory_order_relaxed);
+  book_version_.fetch_add(1, std::memory_order_release);
+  wake_();
+  return Status::OK();
 }
 
+bool TcpPeers::IsMember(uint64_t sender) const {
+  if (sender == self_id_) return true;
+  std::shared_lock<std::shared_mutex> bl(book_mu_);
+  return book_.count(sender) != 0;
+}
+
+void TcpPeers::Barrier() { std::unique_lock<std::shared_mutex> bl(book_mu_); }
+
 void TcpPeers::CloseAll() {
-  for (auto& peer : peers_) CloseFd(&peer->fd);
+  resolver_.Stop();
+  for (auto& entry : live_) CloseFd(&entry.second->fd);
+}
+
+void TcpPeers::ApplyBook() {
+  std::vector<std::shared_ptr<Peer>> current;
+  {
+    std::shared_lock<std::shared_mutex> bl(book_mu_);
+    applied_version_ = book_version_.load(std::memory_order_relaxed);
+    for (auto& entry : book_) current.push_back(entry.second);
+  }
+  std::unordered_map<uint64_t, Peer*> by_id;  // the book's Peers, by node id
+  for (auto& peer : current) by_id[peer->info.id()] = peer.get();
+  for (auto it = live_.begin(); it != live_.end();) {
+    Peer* peer = it->second.get();
+    auto now_in_book = by_id.find(peer->info.id());
+    if (now_in_book != by_id.end() && now_in_book->second == peer) {
+      ++it;
+      continue;
+    }
+    if (peer->fd >= 0) {
+      // Closing also takes the socket out of the epoll set.
+      Counters::Add(&counters_->closed_removed_peer);
+      CloseFd(&peer->fd);
+    }
+    conn_log_.Changed(peer->info, now_in_book == by_id.end()
+                                      ? "removed from the address book"
+                                      : "moved to " + now_in_book->second->info.ToString());
+    it = live_.erase(it);
+  }
+  for (auto& peer : current) {
+    if (live_.count(peer->slot) != 0) continue;
+    live_[peer->slot] = peer;
+    if (applied_version_ > 1) conn_log_.Changed(peer->info, "added to the address book");
+  }
+}
+
+void TcpPeers::CollectResolutions() {
+  for (Resolver::Result& r : resolver_.TakeResults()) {
+    auto it = live_.find(r.key);
+    if (it == live_.end()) continue;  // left the book meanwhile
+    Peer* peer = it->second.get();
+    if (peer->state != Peer::State::kResolving) continue;
+    if (!r.status.ok()) {
+      Counters::Add(&counters_->resolve_failures);
+      Backoff(peer);
+      continue;
+    }
+    peer->state = Peer::State::kIdle;
+    peer->addrs = std::move(r.addrs);
+    peer->next_addr = 0;
+    // Connected by the Service pass that follows (its attempt time passed).
+  }
 }
 
 int TcpPeers::Service() {
+  if (book_version() != applied_version_) ApplyBook();
+  CollectResolutions();
   const Clock::time_point now = Clock::now();
   int timeout_ms = -1;
-  for (auto& holder : peers_) {
-    Peer* peer = holder.get();
+  for (auto& entry : live_) {
+    Peer* peer = entry.second.get();
     if (peer->state == Peer::State::kConnected) {
       Flush(peer);
       continue;
     }
+    if (peer->state == Peer::State::kResolving) continue;  // the resolver wakes us
     if (peer->state == Peer::State::kConnecting) {
       if (now < peer->connect_deadline) {
         timeout_ms = MinTimeout(timeout_ms, MsUntil(now, peer->connect_deadline));
@@ -142,8 +259,25 @@ bool TcpPeers::HasPending(Peer* peer) {
 }
 
 void TcpPeers::Connect(Peer* peer) {
+  if (peer->next_addr >= peer->addrs.size()) {
+    // Every address of the last resolution failed (or there was none yet):
+    // resolve again, so that a name that moved is followed.
+    SockAddr numeric;
+    if (NumericSockAddr(peer->info.host, peer->info.port, &numeric)) {
+      peer->addrs.assign(1, numeric);
+      peer->next_addr = 0;
+    } else {
+      peer->state = Peer::State::kResolving;
+      if (!resolver_.Request(peer->slot, peer->info.host, peer->info.port).ok()) {
+        Counters::Add(&counters_->resolve_failures);
+        Backoff(peer);
+      }
+      return;
+    }
+  }
   bool connected = false;
-  Status s = StartConnect(peer->addr, options_.dead_peer_timeout_ms, &peer->fd, &connected);
+  Status s = StartConnect(peer->addrs[peer->next_addr], options_.dead_peer_timeout_ms, &peer->fd,
+                          &connected);
   if (!s.ok()) {
     peer->fd = -1;
     Backoff(peer);
@@ -153,7 +287,7 @@ void TcpPeers::Connect(Peer* peer) {
     OnConnected(peer);
     return;
   }
-  if (!epoll_->Register(peer->fd, EPOLLOUT, Tag(Kind::kPeer, PeerIndex(peer)), EPOLL_CTL_ADD)) {
+  if (!epoll_->Register(peer->fd, EPOLLOUT, Tag(Kind::kPeer, peer->slot), EPOLL_CTL_ADD)) {
     Counters::Add(&counters_->closed_epoll_error);
     Backoff(peer);
     return;
@@ -163,10 +297,8 @@ void TcpPeers::Connect(Peer* peer) {
   peer->connect_deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
 }
 
-size_t TcpPeers::PeerIndex(Peer* peer) const { return peer_index_.at(peer->info.id()); }
-
 void TcpPeers::OnConnected(Peer* peer) {
-  const uint64_t tag = Tag(Kind::kPeer, PeerIndex(peer));
+  const uint64_t tag = Tag(Kind::kPeer, peer->slot);
   // The peer never writes to us on this connection: EPOLLIN/RDHUP report
   // that it closed it.
   const uint32_t events = EPOLLIN | EPOLLRDHUP;
@@ -197,6 +329,9 @@ void TcpPeers::Backoff(Peer* peer, int err) {
   const bool was_stable =
       peer->state == Peer::State::kConnected &&
       now - peer->connected_at >= std::chrono::milliseconds(options_.reconnect_max_ms);
+  // A connect that failed moves on to the next address; a connection that
+  // was up tries its address again first.
+  if (peer->state != Peer::State::kConnected) ++peer->next_addr;
   CloseFd(&peer->fd);
   peer->state = Peer::State::kIdle;
   peer->registered = 0;
@@ -208,7 +343,9 @@ void TcpPeers::Backoff(Peer* peer, int err) {
 }
 
 void TcpPeers::OnEvent(uint64_t index, uint32_t events) {
-  Peer* peer = peers_[index].get();
+  auto it = live_.find(index);
+  if (it == live_.end()) return;  // left the book earlier in this batch
+  Peer* peer = it->second.get();
   if (peer->state == Peer::State::kConnecting) {
     if (CheckConnected(peer->fd).ok()) {
       OnConnected(peer);
@@ -296,7 +433,7 @@ void TcpPeers::Flush(Peer* peer) {
 void TcpPeers::SetWriteInterest(Peer* peer, bool on) {
   const uint32_t events = on ? (peer->registered | EPOLLOUT) : (peer->registered & ~EPOLLOUT);
   if (events == peer->registered) return;
-  if (!epoll_->Register(peer->fd, events, Tag(Kind::kPeer, PeerIndex(peer)), EPOLL_CTL_MOD)) {
+  if (!epoll_->Register(peer->fd, events, Tag(Kind::kPeer, peer->slot), EPOLL_CTL_MOD)) {
     Counters::Add(&counters_->closed_epoll_error);
     Backoff(peer);
     return;

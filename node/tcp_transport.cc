@@ -46,13 +46,35 @@ constexpr int kMaxEvents = 64;
   std::abort();
 }
 
+// Every entry valid, ids unique. With `self` (the initial book), an entry
+// with self's id must have self's address: a typo there would otherwise go
+// unnoticed (SetPeers ignores self's entry, whose address the node's
+// membership may still record from before a move).
+Status ValidateBook(const std::vector<NodeInfo>& nodes, const NodeInfo* self) {
+  std::unordered_set<uint64_t> ids;
+  for (const NodeInfo& n : nodes) {
+    Status s = n.Validate();
+    if (!s.ok()) return s;
+    if (!ids.insert(n.id()).second) {
+      return Status::InvalidArgument("node id " + std::to_string(n.id()) + " is listed twice (" +
+                                     n.ToString() + ")");
+    }
+    if (self != nullptr && n.id() == self->id() &&
+        (n.host != self->host || n.port != self->port)) {
+      return Status::InvalidArgument("node '" + n.ToString() + "' has self's id but self is '" +
+                                     self->ToString() + "'");
+    }
+  }
+  return Status::OK();
+}
+
 class TcpTransportImpl : public TcpTransport {
  public:
   explicit TcpTransportImpl(const TcpTransportOptions& options)
       : options_(options),
         self_id_(options.self.id()),
         peers_(options_, &epoll_, &counters_, &stop_, [this] { Wake(); }),
-        incoming_(options_, &epoll_, &counters_, &stop_, &receiver_) {}
+        incoming_(options_, &epoll_, &counters_, &stop_, &receiver_, &peers_) {}
 
   ~TcpTransportImpl() override { Stop(); }
 
@@ -112,6 +134,12 @@ class TcpTransportImpl : public TcpTransport {
     incoming_.CloseAll();
     tcp::CloseFd(&wake_fd_);
     epoll_.Close();
+  }
+
+  Status SetPeers(const std::vector<NodeInfo>& peers) override {
+    Status s = ValidateBook(peers, nullptr);
+    if (!s.ok()) return s;
+    return peers_.SetBook(peers);
   }
 
   TransportStats stats() const override { return counters_.Snapshot(); }
@@ -207,23 +235,10 @@ class TcpTransportImpl : public TcpTransport {
 };
 
 Status ValidateTcpTransportOptions(const TcpTransportOptions& o) {
-  if (o.self.id() == 0 || o.self.port == 0) {
-    return Status::InvalidArgument("self '" + o.self.ToString() + "' is not a valid ip:port");
-  }
-  std::unordered_set<uint64_t> ids;
-  bool self_found = false;
-  for (const NodeInfo& n : o.nodes) {
-    if (n.id() == 0 || n.port == 0) {
-      return Status::InvalidArgument("node '" + n.ToString() + "' is not a valid ip:port");
-    }
-    if (!ids.insert(n.id()).second) {
-      return Status::InvalidArgument("node '" + n.ToString() + "' is listed twice");
-    }
-    if (n == o.self) self_found = true;
-  }
-  if (!self_found) {
-    return Status::InvalidArgument("self '" + o.self.ToString() + "' is not in nodes");
-  }
+  Status s = o.self.Validate();
+  if (!s.ok()) return Status::InvalidArgument("self: " + s.message());
+  s = ValidateBook(o.nodes, &o.self);
+  if (!s.ok()) return s;
   if (o.max_frame_bytes == 0) return Status::InvalidArgument("max_frame_bytes is 0");
   if (o.reconnect_min_ms <= 0 || o.reconnect_max_ms < o.reconnect_min_ms) {
     return Status::InvalidArgument("reconnect backoff needs 0 < reconnect_min_ms <= "

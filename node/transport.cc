@@ -4,4 +4,8 @@ namespace chorus {
 
 Transport::~Transport() = default;
 
+Status Transport::SetPeers(const std::vector<NodeInfo>&) {
+  return Status::NotSupported("this transport has a fixed set of members (no SetPeers)");
+}
+
 }  // namespace chorus

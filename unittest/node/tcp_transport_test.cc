@@ -399,7 +399,17 @@ TEST_F(TcpTransportTest, InvalidOptionsAreRejected) {
   MakeNodes(2);
   std::unique_ptr<TcpTransport> t;
   TcpTransportOptions o = OptionsFor(0);
-  o.self = NodeInfo{"127.0.0.1", 1};  // not in nodes
+  // Listed with self's id at another address.
+  o.self = NodeInfo{"127.0.0.2", nodes_[0].port, nodes_[0].id()};
+  EXPECT_TRUE(NewTcpTransport(o, &t).IsInvalidArgument());
+  o = OptionsFor(0);
+  o.self = NodeInfo{"::1", 5};  // no id
+  EXPECT_TRUE(NewTcpTransport(o, &t).IsInvalidArgument());
+  o = OptionsFor(0);
+  o.nodes.push_back(NodeInfo{"db-1.example", 5});  // a host name without an id
+  EXPECT_TRUE(NewTcpTransport(o, &t).IsInvalidArgument());
+  o = OptionsFor(0);
+  o.nodes.push_back(NodeInfo{"bad host", 5, 9});
   EXPECT_TRUE(NewTcpTransport(o, &t).IsInvalidArgument());
   o = OptionsFor(0);
   o.nodes.push_back(nodes_[1]);  // duplicate

@@ -43,11 +43,23 @@ struct NodeInfo {
   // set: the text Parse reads back.
   std::string ToString() const;
 
+  // ok when the node can be a member: host is a dotted IPv4 address, an
+  // IPv6 address (without brackets) or a host name (see Parse), port != 0,
+  // and id() != 0. InvalidArgument naming the node otherwise.
+  Status Validate() const;
+
   // Parses "[id@]host:port" (host: IPv4, "[IPv6]" or a host name; id: a
   // decimal number >= 1). Returns InvalidArgument with the offending text
-  // otherwise, and for a host name or IPv6 address without an id.
+  // otherwise, and for a host name or IPv6 address without an id. A host
+  // name is letters, digits, '-' and '.': labels of 1..63 characters that
+  // neither start nor end with '-', 253 characters at most, and a last label
+  // that is not all digits (so a mistyped IPv4 address such as "1.2.3" is
+  // refused, not taken for a name). An IPv6 address is stored without its
+  // brackets, in its canonical form (as inet_ntop writes it: "[0::1]" is
+  // stored "::1"); a host name is stored as written.
   static Status Parse(const std::string& text, NodeInfo* node);
-  // Parses a comma separated list of the above; ids must be unique.
+  // Parses a comma separated list of the above; ids must be unique, and so
+  // must addresses (two ids at one address is a configuration mistake).
   static Status ParseList(const std::string& text, std::vector<NodeInfo>* nodes);
 
   bool operator==(const NodeInfo& o) const {
@@ -78,13 +90,44 @@ class Transport {
   // Stops all threads and closes every connection. Idempotent. After it
   // returns the receiver is never called again.
   virtual void Stop() = 0;
+
+  // Replaces the address book: the set of nodes this transport sends to and
+  // accepts frames from. The membership of a cluster changes at run time,
+  // so the node calls this whenever it learns another set (the union of its
+  // groups' members); it may be called often, with the same set again: only
+  // the differences act. Self may be in the list and is ignored (a node
+  // always reaches itself). Compared with the previous book:
+  //   - a new peer is sent to (connected lazily, as the others) and its
+  //     frames are accepted;
+  //   - a peer whose address changed is reconnected to the new address
+  //     (frames queued and not yet written go there);
+  //   - a removed peer's connections are closed and the frames queued for
+  //     it dropped; Send to it returns InvalidArgument from then on; frames
+  //     whose header names a sender outside the book are dropped and counted
+  //     (TransportStats::frames_dropped_non_member) before their payload is
+  //     read.
+  // Thread-safe against concurrent Send, SetPeers and the transport's own
+  // threads. Returns InvalidArgument (and keeps the previous book) when an
+  // entry is invalid (see NodeInfo::Validate) or two entries share an id;
+  // Stopped after Stop(). The default returns NotSupported, so a transport
+  // written before membership could change keeps compiling (its members
+  // are then fixed).
+  virtual Status SetPeers(const std::vector<NodeInfo>& peers);
 };
 
 struct TcpTransportOptions {
-  // This node (the address to listen on).
+  // This node: its id, and the address to listen on. A host name is
+  // resolved when Start() listens (getaddrinfo; it may block there): the
+  // first of its addresses that can be bound is used.
   NodeInfo self;
-  // Every member of the cluster, self included. Frames from other senders are
-  // dropped and counted.
+  // The initial address book (see Transport::SetPeers): the nodes sent to
+  // and accepted from. Self may be listed (with self's address) and is
+  // ignored. Frames from other senders are dropped and counted. A peer's
+  // host name is resolved on a thread of the transport each time it is
+  // connected to (never in Send): the addresses are tried in turn, one per
+  // connect attempt, and once all have failed the name is resolved again. A
+  // failed resolution counts as a failed connect (retried after the
+  // backoff).
   std::vector<NodeInfo> nodes;
   // Frames carry the cluster id; frames of another cluster are dropped.
   uint64_t cluster_id = 0;
@@ -105,7 +148,8 @@ struct TcpTransportOptions {
   // of leaving a "connected" socket behind. Default 10 s; 0 turns it off.
   int dead_peer_timeout_ms = 10000;
   // Accepted connections open at once; further ones are accepted and closed
-  // at once (and counted). 0 (the default) means 4 * nodes.size() + 16.
+  // at once (and counted). 0 (the default) means 4 * (the nodes in the
+  // current address book, self included) + 16: the limit follows SetPeers.
   int max_incoming_connections = 0;
   // An accepted connection that has not delivered a complete frame header
   // that passed the identity checks (cluster id, sender is a member) within
@@ -156,6 +200,12 @@ struct TransportStats {
   // Connections broken by the dead-peer detection (ETIMEDOUT: keepalive
   // probes or TCP_USER_TIMEOUT expired).
   uint64_t connections_timed_out = 0;
+  // Resolutions of a peer's host name that failed or gave no address (each
+  // counts as a failed connect).
+  uint64_t resolve_failures = 0;
+  // Connections closed because their peer left the address book (outgoing,
+  // and incoming ones whose sender left it).
+  uint64_t connections_closed_removed_peer = 0;
   // Incoming connections closed because no verified frame header arrived
   // within header_timeout_ms of their accept.
   uint64_t connections_closed_header_timeout = 0;
@@ -166,8 +216,9 @@ class TcpTransport : public Transport {
   virtual TransportStats stats() const = 0;
 };
 
-// Creates a TCP transport. Validates the options (self in nodes, valid
-// addresses, sane limits); does not bind until Start().
+// Creates a TCP transport. Validates the options (valid addresses, unique
+// ids, self listed with its own address if at all, sane limits); does not
+// bind until Start().
 Status NewTcpTransport(const TcpTransportOptions& options, std::unique_ptr<TcpTransport>* out);
 
 }  // namespace chorus
