@@ -69,6 +69,21 @@ bool ParsePort(const std::string& text, uint16_t* port) {
   return true;
 }
 
+// Returns true and sets *id when `text` is a decimal number in [1, 2^64).
+bool ParseId(const std::string& text, uint64_t* id) {
+  if (text.empty() || text.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10) return false;  // would overflow
+    v = v * 10 + digit;
+  }
+  if (v == 0) return false;
+  *id = v;
+  return true;
+}
+
 enum class HostKind { kIpv4, kIpv6, kName, kInvalid };
 
 HostKind KindOf(const std::string& host) {
@@ -123,7 +138,7 @@ Status NodeInfo::Parse(const std::string& text, NodeInfo* node) {
   const size_t at = text.find('@');
   if (at != std::string::npos) {
     const std::string id_text = text.substr(0, at);
-    if (!ParsePositiveDecimal(id_text, UINT64_MAX, &node_id)) {
+    if (!ParseId(id_text, &node_id)) {
       return bad("node id '" + id_text + "' is not a decimal number >= 1");
     }
     rest = text.substr(at + 1);
