@@ -1,14 +1,17 @@
 // The TCP transport: one I/O thread ("the loop") running an epoll loop over
 // two halves, each in its own file:
 //   tcp_peers     outgoing: one persistent connection per peer, used only to
-//                 send; Send() queues there and wakes the loop;
+//                 send; Send() queues there and wakes the loop; it also holds
+//                 the address book that SetPeers replaces;
 //   tcp_incoming  incoming: the listening socket and the accepted
 //                 connections, only read; their frames go to the receiver.
 // This file is the loop and the lifecycle: Start, Send (to self as well),
-// Stop, stats.
+// SetPeers, Stop, stats.
 //
-// Threads: any thread may call Send(); the loop owns every socket, accepts,
-// connects, writes and reads, and calls the receiver.
+// Threads: any thread may call Send() and SetPeers(); the loop owns every
+// socket, accepts, connects, writes and reads, and calls the receiver; a
+// resolver thread (tcp_resolver, started for the first host name to
+// resolve) runs getaddrinfo so that nothing else waits for the name service.
 //
 // Resource failures are survived, not fatal (see the halves). Every socket
 // has SO_KEEPALIVE and TCP_USER_TIMEOUT (dead_peer_timeout_ms), so a peer
