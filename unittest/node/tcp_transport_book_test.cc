@@ -356,6 +356,48 @@ TEST(TcpTransportBookTest, FramesQueuedForAMovedPeerGoToItsNewAddress) {
   EXPECT_TRUE(in_b.Got(1, "q0"));
 }
 
+TEST(TcpTransportBookTest, SetPeersRacingSendsAndTrafficIsSafe) {
+  const NodeInfo a{"127.0.0.1", FreePort(), 1};
+  const NodeInfo b{"127.0.0.1", FreePort(), 2};
+  const NodeInfo c{"127.0.0.1", FreePort(), 3};
+  const NodeInfo c_moved{"localhost", c.port, 3};  // same listener, by name
+  Inbox in_a, in_b, in_c;
+  auto ta = StartTransport(a, {a, b, c}, &in_a);
+  auto tb = StartTransport(b, {a, b, c}, &in_b);
+  auto tc = StartTransport(c, {a, b, c}, &in_c);
+  ASSERT_TRUE(ta && tb && tc);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      for (int n = 0; !stop.load(); ++n) {
+        // Ok or InvalidArgument (c is out of the book at times); never more.
+        Status s = ta->Send(i == 0 ? 2 : 3, "r" + std::to_string(n));
+        EXPECT_TRUE(s.ok() || s.IsInvalidArgument()) << s.ToString();
+        if (n % 64 == 0) std::this_thread::sleep_for(milliseconds(1));
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int n = 0; !stop.load(); ++n) {
+      // Add, remove and move c, and repeat books, as fast as it goes.
+      const std::vector<NodeInfo> books[] = {{a, b, c}, {a, b}, {b, c_moved}, {a, b, c}};
+      EXPECT_TRUE(ta->SetPeers(books[n % 4]).ok());
+      (void)ta->stats();
+      std::this_thread::sleep_for(milliseconds(n % 3));
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(500));
+  stop.store(true);
+  for (auto& th : threads) th.join();
+  // Whatever the races, the final book works both ways.
+  ASSERT_TRUE(ta->SetPeers({a, b, c}).ok());
+  EXPECT_TRUE(LinkWorks(ta.get(), 1, 2, &in_b, "end-b"));
+  EXPECT_TRUE(LinkWorks(ta.get(), 1, 3, &in_c, "end-c"));
+  EXPECT_TRUE(LinkWorks(tc.get(), 3, 1, &in_a, "end-ca"));
+  ta->Stop();  // with whatever is queued or resolving
+}
+
 // A raw client connection to `port` on 127.0.0.1.
 int RawConnect(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
