@@ -6,8 +6,26 @@
 #include <system_error>
 #include <thread>
 
+#include "node/tcp_transport_testing.h"
+
 namespace chorus {
 namespace tcp {
+
+namespace {
+
+std::mutex g_resolve_hook_mu;
+tcp_transport_testing::ResolveFn g_resolve_hook;  // GUARDED_BY(g_resolve_hook_mu)
+
+Status Resolve(const std::string& host, uint16_t port, std::vector<SockAddr>* addrs) {
+  tcp_transport_testing::ResolveFn hook;
+  {
+    std::lock_guard<std::mutex> l(g_resolve_hook_mu);
+    hook = g_resolve_hook;
+  }
+  return hook ? hook(host, port, addrs) : ResolveTcp(host, port, addrs);
+}
+
+}  // namespace
 
 struct Resolver::State {
   struct Req {
@@ -34,7 +52,7 @@ void Resolver::Run(const std::shared_ptr<State>& state) {
     l.unlock();
     Result r;
     r.key = req.key;
-    r.status = ResolveTcp(req.host, req.port, &r.addrs);
+    r.status = Resolve(req.host, req.port, &r.addrs);
     l.lock();
     if (state->stopped) return;
     state->results.push_back(std::move(r));
@@ -81,4 +99,12 @@ void Resolver::Stop() {
 }
 
 }  // namespace tcp
+
+namespace tcp_transport_testing {
+void SetResolver(ResolveFn fn) {
+  std::lock_guard<std::mutex> l(tcp::g_resolve_hook_mu);
+  tcp::g_resolve_hook = std::move(fn);
+}
+}  // namespace tcp_transport_testing
+
 }  // namespace chorus

@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "chorus/transport.h"
+#include "node/socket_util.h"
+#include "node/tcp_transport_testing.h"
 #include "unittest/support/test_util.h"
 
 namespace chorus {
@@ -162,6 +164,64 @@ TEST(TcpTransportBookTest, AnUnresolvableNameIsAFailedConnectRetriedOffTheSendPa
       << t->stats().resolve_failures;
   EXPECT_EQ(0u, t->stats().connects);
   t->Stop();
+}
+
+// What a fake name service answers for "multi.test": an address nobody
+// listens on, then the live one. Shared with the hook (the resolver thread
+// may still hold it after the test).
+struct FakeNames {
+  uint16_t dead_port = 0;
+  std::atomic<uint16_t> live_port{0};
+  std::atomic<int> resolutions{0};
+};
+
+class FakeNameService {
+ public:
+  explicit FakeNameService(std::shared_ptr<FakeNames> names) {
+    tcp_transport_testing::SetResolver(
+        [names](const std::string& host, uint16_t, std::vector<SockAddr>* addrs) {
+          addrs->clear();
+          if (host != "multi.test") return Status::IOError("unknown name " + host);
+          ++names->resolutions;
+          SockAddr a;
+          NumericSockAddr("127.0.0.1", names->dead_port, &a);
+          addrs->push_back(a);
+          NumericSockAddr("127.0.0.1", names->live_port.load(), &a);
+          addrs->push_back(a);
+          return Status::OK();
+        });
+  }
+  ~FakeNameService() { tcp_transport_testing::SetResolver(nullptr); }
+};
+
+TEST(TcpTransportBookTest, ANameWithSeveralAddressesFailsOverAndIsResolvedAgain) {
+  const NodeInfo a{"127.0.0.1", FreePort(), 1};
+  const NodeInfo b{"127.0.0.1", FreePort(), 2};
+  auto names = std::make_shared<FakeNames>();
+  names->dead_port = FreePort();
+  names->live_port = b.port;
+  FakeNameService fake(names);
+  const NodeInfo b_named{"multi.test", b.port, 2};
+  Inbox in_a, in_b;
+  auto ta = StartTransport(a, {a, b_named}, &in_a);
+  auto tb = StartTransport(b, {a, b}, &in_b);
+  ASSERT_TRUE(ta && tb);
+  // The first address is refused; the second, of the same resolution, works.
+  EXPECT_TRUE(LinkWorks(ta.get(), 1, 2, &in_b, "first"));
+  EXPECT_EQ(1, names->resolutions.load());
+  EXPECT_EQ(1u, ta->stats().connects);
+  // The name moves: node 2 restarts on another port and the name service
+  // says so. Once both addresses it knew fail, the transport asks again.
+  tb->Stop();
+  const NodeInfo b2{"127.0.0.1", FreePort(), 2};
+  names->live_port = b2.port;
+  Inbox in_b2;
+  auto tb2 = StartTransport(b2, {a, b2}, &in_b2);
+  ASSERT_TRUE(tb2);
+  EXPECT_TRUE(LinkWorks(ta.get(), 1, 2, &in_b2, "moved"));
+  EXPECT_GE(names->resolutions.load(), 2);
+  EXPECT_EQ(0u, ta->stats().resolve_failures);
+  ta->Stop();
 }
 
 TEST(TcpTransportBookTest, SetPeersChecksItsArguments) {
