@@ -7,6 +7,7 @@
 #include "paxos/learner.h"
 #include "paxos/master.h"
 #include "paxos/proposer.h"
+#include "paxos/reconfig.h"
 #include "paxos/trim.h"
 #include "paxos/value.h"
 
@@ -26,6 +27,11 @@ void CoreContext::Send(uint64_t to, PaxosMsg* msg) {
   msg->set_group(options_.group);
   msg->set_from(options_.self);
   msg->set_chosen_end(learner_->chosen_end());
+  // Catch-up requests tell the peer which data dir asks (membership.h M5):
+  // what a master adds this node with.
+  if (msg->type() == ASK_LEARN || msg->type() == CONFIRM_LEARN) {
+    msg->set_incarnation(options_.incarnation);
+  }
   if (to != options_.self) out_->messages.push_back({to, msg->SerializeAsString()});
   if (to == kBroadcast || to == options_.self) local_.push_back(*msg);
 }
@@ -90,6 +96,11 @@ void CoreContext::EndStep() {
   variables_.clear();
   delete_below_ = 0;
   out_->sync = sync_ && !Mutated(TestMutation::kUnsyncedWrites);
+  if (membership_changed_) {
+    out_->membership_changed = true;
+    out_->membership = membership_;
+    membership_changed_ = false;
+  }
   sync_ = false;
   out_ = nullptr;
 }
@@ -109,7 +120,17 @@ bool ValidEnvelope(const std::string& v, const CoreOptions& o, bool check_size) 
 
 // Checks what parsing cannot: ids and ballots in range, replicated values
 // that are envelopes. Returns false (and why) for a malformed message.
-bool WellFormed(const PaxosMsg& m, const CoreOptions& o, std::string* why) {
+// `id` is named by some configuration this node keeps (any id while it
+// knows none).
+bool NamedMember(const Membership& ms, uint64_t id) {
+  if (!ms.known()) return true;
+  for (const Config& c : ms.configs()) {
+    if (c.Contains(id)) return true;
+  }
+  return false;
+}
+
+bool WellFormed(const PaxosMsg& m, const CoreOptions& o, const Membership& ms, std::string* why) {
   if (m.instance() >= kMaxInstanceId || m.chosen_end() > kMaxInstanceId ||
       m.reported_end() > kMaxInstanceId || m.log_start() >= kMaxInstanceId) {
     *why = "an instance id at or above the ceiling";
@@ -134,12 +155,12 @@ bool WellFormed(const PaxosMsg& m, const CoreOptions& o, std::string* why) {
     *why = "a forwarded value that is not an envelope of at most max_value_bytes";
     return false;
   }
-  if (m.type() == RELEASE && m.instance() != 0 && !o.IsMember(m.instance())) {
+  if (m.type() == RELEASE && m.instance() != 0 && !NamedMember(ms, m.instance())) {
     *why = "a release to a node that is not a member";
     return false;
   }
   if (m.lease_holder() != 0 && m.lease_holder() != kUnknownHolder &&
-      !o.IsMember(m.lease_holder())) {
+      !NamedMember(ms, m.lease_holder())) {
     *why = "a lease holder that is not a member";
     return false;
   }
@@ -166,8 +187,12 @@ Core::Core(const CoreOptions& options, LogStorage* log)
       acceptor_(new Acceptor(&ctx_, learner_.get())),
       proposer_(new Proposer(&ctx_, learner_.get(), acceptor_.get())),
       master_(new Master(&ctx_, learner_.get(), acceptor_.get(), proposer_.get())),
-      trimmer_(new LogTrimmer(&ctx_, learner_.get())) {
-  learner_->SetRoles(acceptor_.get(), proposer_.get(), master_.get(), trimmer_.get());
+      trimmer_(new LogTrimmer(&ctx_, learner_.get())),
+      reconfig_(new Reconfig(&ctx_, learner_.get())) {
+  learner_->SetRoles(acceptor_.get(), proposer_.get(), master_.get(), trimmer_.get(),
+                     reconfig_.get());
+  reconfig_->SetRoles(proposer_.get(), master_.get());
+  trimmer_->SetReconfig(reconfig_.get());
   proposer_->SetMaster(master_.get());
   ctx_.set_chosen_end_source(learner_.get());
 }
@@ -192,7 +217,11 @@ void Core::Begin(Outputs* out) {
 
 void Core::Finish() {
   Drain();
-  if (!learner_->halted()) master_->EndStep();
+  if (!learner_->halted()) {
+    if (master_->StepDownIfRemoved()) Drain();
+    reconfig_->EndStep();
+    master_->EndStep();
+  }
   ctx_.EndStep();
 }
 
@@ -209,6 +238,7 @@ void Core::Start(Outputs* out) {
     ctx_.PersistVariable(kWindowVariable, std::move(window_to_persist_));
     window_to_persist_.clear();
   }
+  reconfig_->Start();
   learner_->Start();
   master_->Start();
   Finish();
@@ -225,17 +255,27 @@ Status Core::Propose(uint64_t token, const std::string& value, Outputs* out) {
     s = Status::TooLarge("Propose: value of " + std::to_string(value.size()) +
                          " bytes exceeds max_value_bytes");
   } else {
-    uint64_t master = 0;
-    if (master_->ShouldForward(&master)) {
-      // Another node is a live master: it proposes (or NotMaster).
-      const uint64_t id = ctx_.rng()->Next();
-      s = master_->Forward(token, EncodeValue(ctx_.options().self, id, value));
-    } else {
-      proposer_->Propose(token, value);
-    }
+    s = Route(token, EncodeValue(ctx_.options().self, ctx_.NewProposalId(), value),
+              /*system=*/false);
   }
   Finish();
   return s;
+}
+
+Status Core::Route(uint64_t token, const std::string& envelope, bool system) {
+  uint64_t master = 0;
+  if (master_->ShouldForward(&master)) {
+    // Another node is a live master: it proposes (or NotMaster).
+    return master_->Forward(token, envelope);
+  }
+  const MemberRole role = reconfig_->role();
+  if (role != MemberRole::kVoter) {
+    return Status::InvalidArgument("this node is not a voting member of group " +
+                                   std::to_string(ctx_.options().group) + ": " +
+                                   MemberRoleName(role));
+  }
+  proposer_->ProposeEnvelope(token, envelope, system);
+  return Status::OK();
 }
 
 void Core::Cancel(uint64_t token, Outputs* out) {
@@ -256,12 +296,12 @@ Status Core::OnMessage(const std::string& bytes, Outputs* out, uint64_t sender) 
              !MsgType_IsValid(msg.type())) {
     ctx_.stats()->garbage_messages++;
     s = Status::Corruption("paxos: a message that does not parse");
-  } else if (!WellFormed(msg, o, &why)) {
+  } else if (!WellFormed(msg, o, ctx_.membership(), &why)) {
     ctx_.stats()->garbage_messages++;
     s = Status::Corruption("paxos: a malformed " + MsgType_Name(msg.type()) + " from node " +
                            std::to_string(msg.from()) + " dropped: " + why);
   } else if (msg.cluster_id() != o.cluster_id || msg.group() != o.group ||
-             msg.from() == o.self || !o.IsMember(msg.from())) {
+             msg.from() == o.self || msg.from() == 0) {
     ctx_.stats()->foreign_messages++;
     s = Status::InvalidArgument("paxos: message of cluster " + std::to_string(msg.cluster_id()) +
                                 " group " + std::to_string(msg.group()) + " from node " +
@@ -272,7 +312,16 @@ Status Core::OnMessage(const std::string& bytes, Outputs* out, uint64_t sender) 
     s = Status::InvalidArgument("paxos: message claiming to be from node " +
                                 std::to_string(msg.from()) + " arrived from node " +
                                 std::to_string(sender) + ": dropped");
+  } else if (!reconfig_->Admit(msg)) {
+    ctx_.stats()->foreign_messages++;
+    // Not a member of the configurations this node uses now (it was told
+    // with NOT_MEMBER): its votes and master messages must not count here.
+    s = Status::InvalidArgument("paxos: a " + MsgType_Name(msg.type()) + " from node " +
+                                std::to_string(msg.from()) +
+                                ", not a member of group " + std::to_string(o.group) +
+                                " here: dropped");
   } else {
+    reconfig_->NotePeer(msg);
     Dispatch(msg);
   }
   Finish();
@@ -305,6 +354,9 @@ void Core::Dispatch(const PaxosMsg& msg) {
   switch (msg.type()) {
     case PREPARE:
       proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
+      // M4: only an eligible voter of a configuration still to govern
+      // answers; anyone else stays silent (its answer would not count).
+      if (!ctx_.SelfCanVote()) break;
       // Master election: a live lease grant or the startup hold refuses it
       // before the acceptor sees it (its promise stays as it is).
       if (master_->RefusePrepare(msg)) break;
@@ -313,6 +365,7 @@ void Core::Dispatch(const PaxosMsg& msg) {
       break;
     case ACCEPT:
       proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
+      if (!ctx_.SelfCanVote()) break;  // M4, as for PREPARE
       if (acceptor_->OnAccept(msg)) master_->OnAccepted(msg);
       master_->OnHigherBallot(acceptor_->promised());
       break;
@@ -381,6 +434,11 @@ void Core::Dispatch(const PaxosMsg& msg) {
     case LEARN_VALUES:
       learner_->OnLearnValues(msg);
       break;
+    case NOT_MEMBER:
+      // A peer does not take us as a member: we may be behind a change that
+      // removed us. Catch up now if it is ahead (the history then says).
+      learner_->NotePeer(msg.from(), msg.chosen_end(), /*urgent=*/true);
+      break;
     default:
       ctx_.stats()->garbage_messages++;
       break;
@@ -420,6 +478,11 @@ void Core::OnCheckpoint(uint64_t instance, uint64_t trim_limit, Outputs* out) {
 }
 
 Status Core::InstallCheckpoint(uint64_t instance, uint32_t checksum, Outputs* out) {
+  return InstallCheckpoint(instance, checksum, nullptr, out);
+}
+
+Status Core::InstallCheckpoint(uint64_t instance, uint32_t checksum,
+                               const Membership* membership, Outputs* out) {
   Begin(out);
   Status s;
   if (learner_->halted()) {
@@ -434,6 +497,9 @@ Status Core::InstallCheckpoint(uint64_t instance, uint32_t checksum, Outputs* ou
     proposer_->Skip(instance);
     master_->Skip(instance);
     trimmer_->Installed(instance, checksum);
+    // The history before the pending values above `instance` are applied
+    // (some may be changes based on it).
+    reconfig_->Install(membership);
     learner_->Install(instance, checksum);
     ctx_.stats()->checkpoints_installed++;
     proposer_->Kick();
@@ -455,7 +521,8 @@ Status Core::ReadChosen(uint64_t instance, ChosenValue* value) {
     return Status::Corruption("paxos log: instance " + std::to_string(instance) +
                               " holds no value envelope");
   }
-  value->noop = value->value.empty();
+  value->noop = value->value.empty() || (value->proposal_id & kSystemValueBit) != 0;
+  if (value->noop) value->value.clear();
   return Status::OK();
 }
 

@@ -71,6 +71,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,7 @@ class Learner;
 class LogTrimmer;
 class Master;
 class Proposer;
+class Reconfig;
 
 // Name of the LogStorage variable that holds the largest acceptance window
 // this log was written under (decimal). Recovery scans that far beyond the
@@ -190,7 +192,47 @@ class CoreContext {
 
   void set_chosen_end_source(const Learner* learner) { learner_ = learner; }
 
+  // ---- Membership (membership.h; core_membership.cc) ----
+  // The group's configuration history as this node knows it.
+  const Membership& membership() const { return membership_; }
+  // Replaces the history (recovery, a checkpoint install) or changes it (an
+  // applied change, a trim); the caller persists it (PersistMembership).
+  Membership* mutable_membership() { return &membership_; }
+  // Writes kMembershipVariable (synced, like every variable) in this step
+  // and reports the new history (Outputs::membership_changed).
+  void PersistMembership();
+  // Lamport's alpha of the group: the history's (a log's recorded one wins),
+  // else CoreOptions::activation_distance.
+  uint64_t activation_distance() const;
+  // min(window, alpha): how far beyond chosen_end this node may propose (M2).
+  uint64_t ProposeDistance() const;
+  // A proposal id for an application value or noop: bit 63 clear (value.h).
+  uint64_t NewProposalId();
+  // M4: this node is an eligible voter of some configuration governing
+  // [chosen_end, infinity). (kFollowerVotes: any member.)
+  bool SelfCanVote() const;
+  // This node is an eligible voter of Latest() (it may run for master).
+  bool SelfEligibleInLatest() const;
+  // `id` is a member (voter or follower) of some configuration governing
+  // [chosen_end, infinity): its non-learning messages are accepted.
+  bool IsCurrentMember(uint64_t id) const;
+  // M3, phase 2: `ids` (the acceptors that accepted) choose instance j.
+  bool Phase2Quorum(uint64_t instance, const std::set<uint64_t>& ids) const;
+  // M3, phase 1 and the master's lease: `ids` hold a majority of every
+  // configuration governing [from, to) (false when some instance there is
+  // governed by no known configuration).
+  bool QuorumOver(uint64_t from, uint64_t to, const std::set<uint64_t>& ids) const;
+  // The first instance in [from, to) where QuorumOver fails (to: none).
+  uint64_t QuorumEnd(uint64_t from, uint64_t to, const std::set<uint64_t>& ids) const;
+  // Some configuration governing [from, to) can no longer reach a majority
+  // outside `refused`.
+  bool QuorumImpossible(uint64_t from, uint64_t to, const std::set<uint64_t>& refused) const;
+
  private:
+  // The configurations the proposer's quorum rules look at for [from, to):
+  // kQuorumOfCurrentOnly narrows them to the one of chosen_end.
+  std::vector<const Config*> QuorumConfigs(uint64_t from, uint64_t to, bool* complete) const;
+
   const CoreOptions options_;
   LogStorage* const log_;
   Rng rng_;
@@ -205,6 +247,8 @@ class CoreContext {
   std::deque<PaxosMsg> local_;
   uint64_t next_generation_ = 1;
   std::map<TimerKind, uint64_t> live_timers_;
+  Membership membership_;
+  bool membership_changed_ = false;  // the step changed it: report it
 };
 
 class Core {
@@ -443,6 +487,9 @@ class Core {
   void Dispatch(const PaxosMsg& msg);
   void Drain();
   void Finish();
+  // Propose / ProposeMembership: forwards `envelope` to a live master, or
+  // queues it here (a voter only).
+  Status Route(uint64_t token, const std::string& envelope, bool system);
 
   mutable CoreContext ctx_;
   std::unique_ptr<Learner> learner_;
@@ -450,6 +497,7 @@ class Core {
   std::unique_ptr<Proposer> proposer_;
   std::unique_ptr<Master> master_;
   std::unique_ptr<LogTrimmer> trimmer_;
+  std::unique_ptr<Reconfig> reconfig_;
   // The window recovery scanned with: max(options.window, the log's).
   uint64_t recovery_window_ = 0;
   // The value of kWindowVariable to write in Start(), "" when it is right.

@@ -7,6 +7,7 @@
 #include "paxos/core.h"
 #include "paxos/learner.h"
 #include "paxos/proposer.h"
+#include "paxos/reconfig.h"
 #include "paxos/trim.h"
 #include "utils/coding.h"
 
@@ -30,6 +31,9 @@ Status Core::Recover() {
   } else if (!s.IsNotFound()) {
     return Status::Corruption("paxos log: reading the promise: " + s.ToString());
   }
+  // The membership history before the records (their changes replay on it).
+  s = reconfig_->Recover();
+  if (!s.ok()) return s;
   // A trimmed log: the chosen chain starts at the stored log start.
   s = trimmer_->Recover();
   if (!s.ok()) return s;
@@ -89,6 +93,7 @@ Status Core::Recover() {
     if (rec.chosen()) {
       s = learner_->RestoreChosen(i, rec.value(), rec.checksum());
       if (!s.ok()) return s;
+      reconfig_->Replay(i, rec.value());
     } else if (!b.IsNull()) {
       if (i < learner_->chosen_end()) {
         return Status::Corruption("paxos log: instance " + std::to_string(i) +

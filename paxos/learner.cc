@@ -5,6 +5,7 @@
 #include "paxos/acceptor.h"
 #include "paxos/master.h"
 #include "paxos/proposer.h"
+#include "paxos/reconfig.h"
 #include "paxos/trim.h"
 #include "paxos/value.h"
 #include "utils/crc32c.h"
@@ -134,6 +135,19 @@ void Learner::ApplyOne(uint64_t instance, const std::string& value) {
     return;
   }
   out.noop = out.value.empty();
+  // A system value: applied to the core first (M1: a change governs from
+  // instance + alpha, which the proposer may reach as soon as it drives on
+  // below), and a noop to the state machines.
+  SystemValueKind kind;
+  std::string payload;
+  const bool system = (out.proposal_id & kSystemValueBit) != 0;
+  Status change;
+  if (system) {
+    const bool known = DecodeSystemValue(out.proposal_id, out.value, &kind, &payload);
+    change = reconfig_->Apply(instance, known, payload);
+    out.noop = true;
+    out.value.clear();
+  }
   const size_t slot = ctx_->out()->chosen.size();
   const uint64_t proposer = out.proposer, proposal_id = out.proposal_id;
   ctx_->out()->chosen.push_back(std::move(out));
@@ -143,14 +157,39 @@ void Learner::ApplyOne(uint64_t instance, const std::string& value) {
   const bool forwarded =
       master_->OnApplied(instance, value, proposer, proposal_id, &forwarded_token);
   uint64_t token = 0;
-  if (proposer_->OnApplied(instance, value, &token)) {
+  bool own_proposer = false;
+  const bool own = proposer_->OnApplied(instance, value, &token, &own_proposer);
+  if (own) {
     ctx_->out()->chosen[slot].ours = true;
     ctx_->out()->chosen[slot].token = token;
   } else if (forwarded) {
     // Proposed by the master on our behalf: reported like our own.
     ctx_->out()->chosen[slot].ours = true;
     ctx_->out()->chosen[slot].token = forwarded_token;
+    token = forwarded_token;
   }
+  if (system) reconfig_->Track(instance, change, own || forwarded, token, own_proposer);
+}
+
+uint64_t Learner::RandomPeer() {
+  const uint64_t self = ctx_->options().self;
+  // Self included, drawn until another comes up: the same draws as with a
+  // fixed member list, so runs without changes behave as they always did.
+  std::vector<uint64_t> ids;
+  const Membership& m = ctx_->membership();
+  if (m.known()) {
+    for (const Member& member : m.Latest().members) ids.push_back(member.id);
+  } else {
+    for (uint64_t id : ctx_->options().join_peers) {
+      if (id != 0) ids.push_back(id);
+    }
+  }
+  bool other = false;
+  for (uint64_t id : ids) other = other || id != self;
+  if (!other) return 0;
+  uint64_t peer = self;
+  while (peer == self) peer = ids[ctx_->rng()->Uniform(ids.size())];
+  return peer;
 }
 
 Status Learner::Applied(uint64_t instance, std::string* value, uint32_t* checksum) {
@@ -327,12 +366,8 @@ void Learner::OnTick() {
   } else {
     // Nobody told us they are ahead; probe a random peer (a node that
     // restarted into an idle cluster learns this way).
-    const auto& members = ctx_->options().members;
-    if (members.size() > 1) {
-      uint64_t peer = ctx_->options().self;
-      while (peer == ctx_->options().self) peer = members[ctx_->rng()->Uniform(members.size())];
-      Ask(peer, ASK_LEARN);
-    }
+    const uint64_t peer = RandomPeer();
+    if (peer != 0) Ask(peer, ASK_LEARN);
   }
   peer_best_end_ = 0;
   if (!pending_.empty() && ++stuck_ticks_ >= 2) {

@@ -12,6 +12,12 @@
 // catchup.h), and the learner asks for the next batch with CONFIRM_LEARN
 // while the peer says it has more.
 //
+// System values (value.h): a membership change is applied to the history
+// (reconfig.h) in the step that applies its instance, before the proposer
+// and master hear of the instance, and goes out as a noop. Idle-tick peers:
+// the members of Latest() (voters and followers), or join_peers while the
+// node knows no membership.
+//
 // Trimmed logs (trim.h has the rules): a peer whose log starts above the
 // instance asked for answers "use a checkpoint" (LEARN_VALUES with
 // log_start, no entries); the learner then reports Outputs::
@@ -34,11 +40,12 @@ class Learner {
  public:
   explicit Learner(CoreContext* ctx) : ctx_(ctx) {}
   void SetRoles(Acceptor* acceptor, Proposer* proposer, Master* master,
-                const LogTrimmer* trimmer) {
+                const LogTrimmer* trimmer, Reconfig* reconfig) {
     acceptor_ = acceptor;
     proposer_ = proposer;
     master_ = master;
     trimmer_ = trimmer;
+    reconfig_ = reconfig;
   }
 
   // Recovery, first: the log starts at `instance` (kLogStartVariable) and
@@ -102,6 +109,9 @@ class Learner {
   void Ask(uint64_t peer, MsgType type);
   void Halt(const Status& s);
   void Cache(uint64_t instance, const std::string& value, uint32_t checksum);
+  // A peer to ask on an idle tick: a member of Latest() other than this
+  // node, or one of join_peers while no membership is known; 0: none.
+  uint64_t RandomPeer();
   // "Use a checkpoint": the LEARN_VALUES answer to a request for `first`,
   // below the log's start.
   void AnswerUseCheckpoint(uint64_t peer, uint64_t first);
@@ -111,6 +121,7 @@ class Learner {
   Proposer* proposer_ = nullptr;
   Master* master_ = nullptr;
   const LogTrimmer* trimmer_ = nullptr;
+  Reconfig* reconfig_ = nullptr;
   uint64_t chosen_end_ = 0;
   bool restored_start_ = false;  // RestoreStart was called (a trimmed log)
   uint32_t last_checksum_ = 0;

@@ -219,7 +219,7 @@ void Master::OnRelease(const PaxosMsg& msg) {
     }
   }
   if (known_node_ == msg.from()) known_node_ = 0;
-  if (target == self && msg.from() != self && !is_master_) {
+  if (target == self && msg.from() != self && !is_master_ && ctx_->SelfEligibleInLatest()) {
     ctx_->stats()->elections_started++;
     proposer_->Campaign();
   }
@@ -243,7 +243,19 @@ void Master::OnPrepared(const Ballot& b) {
     FailReads("this node became master");
   }
   if (!ready_) proposer_->WantNoop();
+  // A change whose origin lost its master (or that this node learned as a
+  // follower) gets in force under the new one.
+  proposer_->FillTo(ctx_->membership().Latest().active_from);
   SendHeartbeat();
+}
+
+bool Master::StepDownIfRemoved() {
+  if (!enabled() || !is_master_ || ctx_->SelfCanVote()) return false;
+  // Our removal is in force: no configuration still to govern has us as a
+  // voter. Give the lease up to nobody (the others elect a master of the
+  // new configuration) and propose nothing more.
+  Status s = Transfer(0);
+  return s.ok();
 }
 
 void Master::NoteNoop(uint64_t instance, const std::string& envelope, bool complete) {
@@ -295,7 +307,10 @@ void Master::OnHeartbeatAck(const PaxosMsg& msg) {
   auto it = rounds_.find(msg.instance());
   if (it == rounds_.end()) return;
   it->second.acks.insert(msg.from());
-  if (it->second.acks.size() < ctx_->options().Majority()) return;
+  // M3: a majority of every configuration that may govern an instance a
+  // rival could use before this lease ends (from chosen_end on, alpha far).
+  const uint64_t end = learner_->chosen_end();
+  if (!ctx_->QuorumOver(end, end + ctx_->activation_distance(), it->second.acks)) return;
   // Every grant of this round was given after sent_at (our clock) and lasts
   // lease_ms on a clock at most 1 + rho fast; ours is at most 1 + rho slow.
   const uint64_t until = it->second.sent_at + DriftedLease();
@@ -348,6 +363,9 @@ void Master::OnTimeout(TimerKind kind) {
   ArmElection();
   const uint64_t now = ctx_->now();
   if (is_master_ || now < no_campaign_until_ || Live(now)) return;
+  // Only an eligible voter of the newest configuration runs: a follower, a
+  // removed node or one whose entry names another data dir (M5) must not.
+  if (!ctx_->SelfEligibleInLatest()) return;
   // Someone was master lately (our own acceptor still grants it), or our
   // own acceptor is in its startup hold: our PREPARE would be refused.
   if ((GrantLive() && grant_holder_ != ctx_->options().self) || HoldActive()) return;
@@ -422,7 +440,10 @@ bool Master::OnApplied(uint64_t instance, const std::string& envelope, uint64_t 
   if (it == forwarded_.end()) return false;
   *token = it->second;
   forwarded_.erase(it);
-  ctx_->out()->finished.push_back({*token, instance, Status::OK()});
+  // A membership change ends once in force (reconfig.h), not here.
+  if ((id & kSystemValueBit) == 0) {
+    ctx_->out()->finished.push_back({*token, instance, Status::OK()});
+  }
   return true;
 }
 
@@ -554,9 +575,9 @@ Status Master::Transfer(uint64_t target) {
                                        std::to_string(known_node_)
                                  : std::string("paxos: not the master; none known"));
   }
-  if (target != 0 && !ctx_->options().IsMember(target)) {
+  if (target != 0 && !ctx_->membership().Latest().IsVoter(target)) {
     return Status::InvalidArgument("TransferMaster: node " + std::to_string(target) +
-                                   " is not a member");
+                                   " is not a voter of the newest configuration");
   }
   if (target == self) return Status::OK();
   const Ballot ballot = ballot_;

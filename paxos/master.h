@@ -171,6 +171,10 @@ class Master {
   // after a truncated PROMISE, that was refused or lost left the proposer
   // idle with "nothing to do", and the master never became ready.)
   bool WantsReady() const { return enabled() && is_master_ && !ready_ && !released_; }
+  // End of a step: a master whose removal is in force (it votes in no
+  // configuration still to govern) releases to nobody. True when it did
+  // (the RELEASE is queued: drain it).
+  bool StepDownIfRemoved();
   // Some node's ballot `b` is known promised or used: a master with a lower
   // ballot (of another node) steps down.
   void OnHigherBallot(const Ballot& b);

@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "paxos/membership.h"
+
 namespace chorus {
 namespace paxos {
 
@@ -12,7 +14,13 @@ bool CoreOptions::IsMember(uint64_t id) const {
 }
 
 Status CoreOptions::Validate() const {
-  if (members.empty()) return Status::InvalidArgument("CoreOptions.members is empty");
+  if (members.empty() && !joined) {
+    return Status::InvalidArgument("CoreOptions.members is empty (allowed only when joined)");
+  }
+  if (members.size() > kMaxMembers) {
+    return Status::InvalidArgument("CoreOptions.members holds more than " +
+                                   std::to_string(kMaxMembers) + " ids");
+  }
   std::set<uint64_t> seen;
   for (uint64_t m : members) {
     if (m == 0) return Status::InvalidArgument("CoreOptions.members holds node id 0");
@@ -22,9 +30,22 @@ Status CoreOptions::Validate() const {
     }
   }
   if (self == 0) return Status::InvalidArgument("CoreOptions.self is 0");
-  if (!IsMember(self)) {
+  if (!joined && !IsMember(self)) {
     return Status::InvalidArgument("CoreOptions.self " + std::to_string(self) +
                                    " is not in members");
+  }
+  if (!member_addresses.empty() && member_addresses.size() != members.size()) {
+    return Status::InvalidArgument(
+        "CoreOptions.member_addresses must be empty or hold one address per member");
+  }
+  for (const std::string& a : member_addresses) {
+    if (a.size() > kMaxMemberAddressBytes) {
+      return Status::InvalidArgument("CoreOptions.member_addresses holds an address longer than " +
+                                     std::to_string(kMaxMemberAddressBytes) + " bytes");
+    }
+  }
+  for (uint64_t p : join_peers) {
+    if (p == 0) return Status::InvalidArgument("CoreOptions.join_peers holds node id 0");
   }
   if (max_inflight < 1) return Status::InvalidArgument("CoreOptions.max_inflight must be >= 1");
   if (prepare_timeout_ms < 1) {
@@ -35,6 +56,10 @@ Status CoreOptions::Validate() const {
   }
   if (learn_interval_ms < 1) {
     return Status::InvalidArgument("CoreOptions.learn_interval_ms must be >= 1");
+  }
+  if (activation_distance < max_inflight || activation_distance > kMaxWindow) {
+    return Status::InvalidArgument(
+        "CoreOptions.activation_distance must be in [max_inflight, 2^20]");
   }
   if (window < max_inflight || window > kMaxWindow) {
     return Status::InvalidArgument("CoreOptions.window must be in [max_inflight, 2^20]");

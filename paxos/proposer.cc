@@ -11,11 +11,22 @@ namespace chorus {
 namespace paxos {
 
 void Proposer::Propose(uint64_t token, const std::string& data) {
+  ProposeEnvelope(token, EncodeValue(ctx_->options().self, ctx_->NewProposalId(), data),
+                  /*system=*/false);
+}
+
+void Proposer::ProposeEnvelope(uint64_t token, const std::string& envelope, bool system) {
   Proposal p;
   p.token = token;
-  uint64_t id = ctx_->rng()->Next();
-  p.envelope = EncodeValue(ctx_->options().self, id, data);
+  p.envelope = envelope;
+  p.system = system;
   queue_.push_back(std::move(p));
+  Drive();
+}
+
+void Proposer::FillTo(uint64_t instance) {
+  if (instance <= learner_->chosen_end()) return;
+  change_fill_to_ = std::max(change_fill_to_, instance);
   Drive();
 }
 
@@ -37,7 +48,8 @@ void Proposer::Cancel(uint64_t token) {
 bool Proposer::HasWork() const {
   return !queue_.empty() || !slots_.empty() || unstick_ || campaign_ || noop_wanted_ ||
          master_->WantsReady() ||
-         (fill_to_ > learner_->chosen_end() && master_->IsMaster());
+         (fill_to_ > learner_->chosen_end() && master_->IsMaster()) ||
+         change_fill_to_ > learner_->chosen_end();
 }
 
 bool Proposer::HasUnchosenSlot() const {
@@ -58,7 +70,19 @@ void Proposer::ArmAcceptTimer() {
 }
 
 uint64_t Proposer::Bound() const {
-  return std::min(limit_, learner_->chosen_end() + ctx_->options().window);
+  // M2: below chosen_end + alpha every configuration is known (a change not
+  // learned yet is chosen at chosen_end or above, so governs from
+  // chosen_end + alpha on).
+  return std::min(UsableEnd(), learner_->chosen_end() + ctx_->ProposeDistance());
+}
+
+uint64_t Proposer::UsableEnd() const {
+  if (phase_ != Phase::kPrepared) return limit_;
+  // M3: the ballot is usable only where the configuration governing holds a
+  // majority of its promises. A change learned after phase 1 may govern
+  // instances it did not cover: phase 1 again once chosen_end gets there.
+  const uint64_t end = learner_->chosen_end() + ctx_->ProposeDistance();
+  return std::min(limit_, ctx_->QuorumEnd(prepare_from_, end, promised_by_));
 }
 
 void Proposer::HandOver() {
@@ -82,6 +106,13 @@ void Proposer::HandOver() {
 void Proposer::Drive() {
   if (learner_->halted()) return;
   next_instance_ = std::max(next_instance_, learner_->chosen_end());
+  if (!ctx_->SelfCanVote()) {
+    // Not a voter of any configuration still to govern (removed, a
+    // follower, or not added yet): its ballots would find no acceptor that
+    // takes them. Queued proposals end; slots in flight end when decided.
+    StopProposing();
+    return;
+  }
   if (master_->Defers()) {
     // Another node is a live master: no phase 1 and no fresh values here
     // (proposers no longer duel); the queue goes to the master. A phase 1
@@ -98,9 +129,10 @@ void Proposer::Drive() {
   const bool early = phase_ == Phase::kPreparing &&
                      ctx_->Mutated(TestMutation::kFastPathWhilePreparing);
   if (phase_ != Phase::kPrepared && !early) return;
-  if (learner_->chosen_end() >= limit_) {
+  if (learner_->chosen_end() >= UsableEnd()) {
     // Everything this ballot may touch is decided; its promises say nothing
-    // about what lies beyond. Phase 1 again to go on.
+    // about what lies beyond (or no majority of the configuration there
+    // promised). Phase 1 again to go on.
     if (HasWork()) StartPrepare();
     return;
   }
@@ -112,7 +144,7 @@ void Proposer::Drive() {
     const uint64_t instance = next_instance_++;
     if (learner_->IsChosen(instance) || slots_.count(instance) != 0) continue;
     Slot& slot = slots_[instance];
-    slot.value = EncodeValue(ctx_->options().self, ctx_->rng()->Next(), std::string());
+    slot.value = EncodeValue(ctx_->options().self, ctx_->NewProposalId(), std::string());
     noop_wanted_ = false;
     master_->NoteNoop(instance, slot.value, /*complete=*/limit_ == UINT64_MAX);
     SendAccept(instance, &slot);
@@ -126,7 +158,7 @@ void Proposer::Drive() {
     const uint64_t instance = next_instance_++;
     if (learner_->IsChosen(instance) || slots_.count(instance) != 0) continue;
     Slot& slot = slots_[instance];
-    slot.value = EncodeValue(ctx_->options().self, ctx_->rng()->Next(), std::string());
+    slot.value = EncodeValue(ctx_->options().self, ctx_->NewProposalId(), std::string());
     SendAccept(instance, &slot);
     ctx_->stats()->fills_proposed++;
     sent = true;
@@ -144,7 +176,40 @@ void Proposer::Drive() {
     ctx_->stats()->fast_accepts++;
     sent = true;
   }
+  // Noop fillers up to a change's active_from, after the fresh values
+  // (which move chosen_end just as well): the change gets in force.
+  if (change_fill_to_ <= learner_->chosen_end()) change_fill_to_ = 0;
+  while (change_fill_to_ != 0 && next_instance_ < change_fill_to_ &&
+         slots_.size() < ctx_->options().max_inflight && next_instance_ < Bound()) {
+    const uint64_t instance = next_instance_++;
+    if (learner_->IsChosen(instance) || slots_.count(instance) != 0) continue;
+    Slot& slot = slots_[instance];
+    slot.value = EncodeValue(ctx_->options().self, ctx_->NewProposalId(), std::string());
+    SendAccept(instance, &slot);
+    sent = true;
+  }
   if (sent && !was_armed) ArmAcceptTimer();
+}
+
+void Proposer::StopProposing() {
+  campaign_ = false;
+  unstick_ = false;
+  noop_wanted_ = false;
+  fill_to_ = 0;
+  change_fill_to_ = 0;
+  while (!queue_.empty()) {
+    Proposal p = std::move(queue_.front());
+    queue_.pop_front();
+    if (p.forwarded) {
+      ctx_->stats()->forwards_dropped++;  // its origin's deadline ends it
+      continue;
+    }
+    ctx_->out()->finished.push_back(
+        {p.token, 0,
+         Status::InvalidArgument("this node is not a voting member of group " +
+                                 std::to_string(ctx_->options().group) + " any more")});
+  }
+  if (phase_ == Phase::kPreparing || phase_ == Phase::kPrepared) Yield();
 }
 
 void Proposer::StartPrepare() {
@@ -203,7 +268,15 @@ void Proposer::OnPromise(const PaxosMsg& msg) {
       adopted_[e.instance()] = {b, e.value()};
     }
   }
-  if (promised_by_.size() >= ctx_->options().Majority()) OnPrepared();
+  // M3: a majority of every configuration the ballot may be used under.
+  if (ctx_->QuorumOver(prepare_from_, PrepareEnd(), promised_by_)) OnPrepared();
+}
+
+uint64_t Proposer::PrepareEnd() const {
+  // At least the configuration of prepare_from_ itself; at most as far as
+  // the ballot may go (the window and alpha, the promises' reported_end).
+  const uint64_t end = std::min(prepare_from_ + ctx_->ProposeDistance(), promise_limit_);
+  return std::max(end, prepare_from_ + 1);
 }
 
 void Proposer::OnPrepared() {
@@ -264,7 +337,7 @@ void Proposer::OnPrepared() {
       slot.has_own = true;
       slot.value = slot.own.envelope;
     } else {
-      slot.value = EncodeValue(ctx_->options().self, ctx_->rng()->Next(), std::string());
+      slot.value = EncodeValue(ctx_->options().self, ctx_->NewProposalId(), std::string());
     }
     SendAccept(i, &slot);
   }
@@ -300,7 +373,8 @@ void Proposer::OnAccepted(const PaxosMsg& msg) {
   Slot& slot = it->second;
   if (slot.ballot != ballot_ || slot.chosen_sent) return;
   slot.accepted_by.insert(msg.from());
-  if (slot.accepted_by.size() < ctx_->options().Majority()) return;
+  // M3: only the voters of the configuration governing this instance.
+  if (!ctx_->Phase2Quorum(msg.instance(), slot.accepted_by)) return;
   slot.chosen_sent = true;
   PaxosMsg notice;
   notice.set_type(CHOSEN);
@@ -364,8 +438,7 @@ void Proposer::OnReject(const PaxosMsg& msg) {
     // Refused for a lease grant (or a startup hold), the promise untouched:
     // no sign of a higher ballot. Go on while a majority may still promise.
     refused_by_.insert(msg.from());
-    const size_t members = ctx_->options().members.size();
-    if (members - refused_by_.size() >= ctx_->options().Majority()) return;
+    if (!ctx_->QuorumImpossible(prepare_from_, PrepareEnd(), refused_by_)) return;
   }
   if (phase_ == Phase::kPreparing || phase_ == Phase::kPrepared) GoBackoff();
 }
@@ -403,12 +476,15 @@ void Proposer::OnTimeout(TimerKind kind) {
   }
 }
 
-bool Proposer::OnApplied(uint64_t instance, const std::string& value, uint64_t* token) {
+bool Proposer::OnApplied(uint64_t instance, const std::string& value, uint64_t* token,
+                         bool* own_slot) {
   bool ours = false;
+  *own_slot = false;
   auto it = slots_.find(instance);
   if (it != slots_.end()) {
     Slot slot = std::move(it->second);
     slots_.erase(it);
+    *own_slot = slot.value == value;
     if (slot.has_own && slot.own.forwarded) {
       // Proposed for another node: its origin reports it. Lost here: next
       // instance, like our own.
@@ -417,7 +493,10 @@ bool Proposer::OnApplied(uint64_t instance, const std::string& value, uint64_t* 
       if (slot.own.envelope == value) {
         ours = true;
         *token = slot.own.token;
-        ctx_->out()->finished.push_back({slot.own.token, instance, Status::OK()});
+        // A membership change ends once in force (reconfig.h), not here.
+        if (!slot.own.system) {
+          ctx_->out()->finished.push_back({slot.own.token, instance, Status::OK()});
+        }
       } else if (slot.own.cancelled) {
         ctx_->out()->finished.push_back(
             {slot.own.token, 0, Status::Stopped("proposal cancelled")});

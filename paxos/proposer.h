@@ -57,6 +57,12 @@ class Proposer {
   }
 
   void Propose(uint64_t token, const std::string& data);
+  // Queues a ready envelope (`system`: a membership change, which ends when
+  // in force, reconfig.h, not when chosen).
+  void ProposeEnvelope(uint64_t token, const std::string& envelope, bool system);
+  // A change applied here governs from `instance`: noop fillers at every
+  // free instance below it (after the queued values), so it gets in force.
+  void FillTo(uint64_t instance);
   void Cancel(uint64_t token);
 
   void OnPromise(const PaxosMsg& msg);
@@ -72,8 +78,10 @@ class Proposer {
   void OnTimeout(TimerKind kind);
 
   // Called by the learner when `instance` is applied with envelope `value`.
-  // Returns true (and *token) if it was this proposer's proposal.
-  bool OnApplied(uint64_t instance, const std::string& value, uint64_t* token);
+  // Returns true (and *token) if it was this proposer's proposal. *own_slot:
+  // this proposer got `value` chosen there (its own or a forwarded one).
+  bool OnApplied(uint64_t instance, const std::string& value, uint64_t* token,
+                 bool* own_slot);
 
   // The learner is stuck behind a gap: run phase 1 to fill it.
   void Unstick();
@@ -112,7 +120,9 @@ class Proposer {
   enum class Phase { kIdle, kPreparing, kPrepared, kBackoff };
   Phase phase() const { return phase_; }
   const Ballot& ballot() const { return ballot_; }
-  // Instances this proposer may propose at now: below this.
+  // Instances this proposer may propose at now: below this (M2:
+  // chosen_end + min(window, alpha); M3: where the prepared ballot holds a
+  // majority of the governing configuration's promises; the ballot's limit).
   uint64_t Bound() const;
 
  private:
@@ -121,6 +131,7 @@ class Proposer {
     std::string envelope;
     bool cancelled = false;
     bool forwarded = false;  // another node's, proposed for it (no waiter)
+    bool system = false;     // a membership change (ends in force, reconfig.h)
   };
   struct Slot {
     std::string value;  // what this proposer asks acceptors to accept here
@@ -148,6 +159,13 @@ class Proposer {
   bool HasUnchosenSlot() const;
   // Queued proposals go to the live master (or end NotMaster).
   void HandOver();
+  // Not a voter any more (M4): queued proposals end, the ballot is dropped.
+  void StopProposing();
+  // The end of the range phase 1 must cover with majorities (M3).
+  uint64_t PrepareEnd() const;
+  // limit_, lowered (kPrepared) to where the promises lack a majority of
+  // the governing configuration.
+  uint64_t UsableEnd() const;
 
   CoreContext* const ctx_;
   Learner* const learner_;
@@ -165,6 +183,8 @@ class Proposer {
   bool noop_wanted_ = false;
   // Master: fillers wanted below this (FILL); 0: none.
   uint64_t fill_to_ = 0;
+  // Fillers wanted below a change's active_from (FillTo); 0: none.
+  uint64_t change_fill_to_ = 0;
   // Running for master (Campaign): phase 1 is retried after a backoff until
   // it succeeds or another node is known as master.
   bool campaign_ = false;

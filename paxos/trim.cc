@@ -4,6 +4,7 @@
 #include <string>
 
 #include "paxos/learner.h"
+#include "paxos/reconfig.h"
 
 namespace chorus {
 namespace paxos {
@@ -62,6 +63,9 @@ void LogTrimmer::OnCheckpoint(uint64_t instance, uint64_t trim_limit) {
     return;
   }
   Persist(trim, checksum);
+  // The configurations that govern only trimmed instances go too, in the
+  // same synced write (M6: the one in force at the log's start stays).
+  reconfig_->OnTrim(trim);
   learner_->DropCacheBelow(trim);
   ctx_->stats()->trims++;
 }

@@ -22,16 +22,21 @@
 //                                T <= L                    nothing
 //                                otherwise                 delete_below = T, log_start =
 //                                                          (T, checksum(T - 1)), synced;
-//                                                          L = T; cache below T dropped
-//   InstallCheckpoint(S, c)      S <= chosen_end           nothing (stale)
+//                                                          L = T; cache below T dropped;
+//                                                          membership ForgetBelow(T) and
+//                                                          kMembershipVariable in the
+//                                                          same synced write (M6)
+//   InstallCheckpoint(S, c[, m]) S <= chosen_end           nothing (stale)
 //                                otherwise                 learner: pending < S dropped,
 //                                                          chosen_end = S, chain = c;
 //                                                          acceptor forgets votes < S;
 //                                                          own proposals in flight < S end
 //                                                          Stopped (outcome unknown);
 //                                                          delete_below = S, log_start =
-//                                                          (S, c), synced; L = S; pending
-//                                                          values >= S applied
+//                                                          (S, c), synced; L = S; a known
+//                                                          history m replaces this node's
+//                                                          (persisted in the same write);
+//                                                          pending values >= S applied
 //   ASK_LEARN / CONFIRM_LEARN(F) F < L                     LEARN_VALUES{log_start = L, no
 //                                                          entries}: "use a checkpoint"
 //                                                          (never an empty or short batch
@@ -66,6 +71,7 @@ Status ReadLogStart(LogStorage* log, uint64_t* instance, uint32_t* checksum);
 class LogTrimmer {
  public:
   LogTrimmer(CoreContext* ctx, Learner* learner) : ctx_(ctx), learner_(learner) {}
+  void SetReconfig(Reconfig* reconfig) { reconfig_ = reconfig; }
 
   // Recovery: the stored log start, if any (kLogStartVariable). Sets the
   // learner's chain start. Corruption when it does not parse.
@@ -85,6 +91,7 @@ class LogTrimmer {
 
   CoreContext* const ctx_;
   Learner* const learner_;
+  Reconfig* reconfig_ = nullptr;
   uint64_t log_start_ = 0;
 };
 

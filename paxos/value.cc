@@ -14,6 +14,28 @@ std::string EncodeValue(uint64_t proposer, uint64_t id, const std::string& data)
   return out;
 }
 
+std::string EncodeSystemValue(uint64_t proposer, uint64_t id, SystemValueKind kind,
+                              const std::string& payload) {
+  std::string data;
+  data.reserve(1 + payload.size());
+  data.push_back(static_cast<char>(kind));
+  data.append(payload);
+  return EncodeValue(proposer, id | kSystemValueBit, data);
+}
+
+bool DecodeSystemValue(uint64_t id, const std::string& data, SystemValueKind* kind,
+                       std::string* payload) {
+  if ((id & kSystemValueBit) == 0) return false;
+  if (data.empty() ||
+      static_cast<uint8_t>(data[0]) != static_cast<uint8_t>(SystemValueKind::kMembershipChange)) {
+    *kind = static_cast<SystemValueKind>(0);
+    return false;
+  }
+  *kind = static_cast<SystemValueKind>(static_cast<uint8_t>(data[0]));
+  payload->assign(data, 1, std::string::npos);
+  return true;
+}
+
 bool DecodeValue(const std::string& bytes, uint64_t* proposer, uint64_t* id, std::string* data) {
   if (bytes.size() < 16) return false;
   *proposer = DecodeFixed64(bytes.data());
