@@ -28,6 +28,13 @@
 //                   otherwise              -> promised = b, accepted[i] = (b, v)
 //                                             (persisted), ACCEPTED
 //
+// Membership (membership.h M4): the core hands PREPARE / ACCEPT to the
+// acceptor only while this node is an eligible voter (M5: its data dir is
+// the one its entry names) of some configuration governing [chosen_end,
+// infinity); otherwise it stays silent (no promise, no vote, no refusal):
+// followers, removed nodes, joiners that know no configuration naming them,
+// and a node whose disk was lost.
+//
 // Every state change is handed to CoreContext for persistence in the same
 // step as the reply, so the reply leaves only after it is durable.
 #ifndef CHORUS_PAXOS_ACCEPTOR_H_

@@ -11,7 +11,9 @@
 // in-order delivery), Master (master.h: election, the acceptors' lease
 // grants, heartbeats, read barriers, forwarding and transfer; only with
 // CoreOptions::master_election), LogTrimmer (trim.h: the log's start,
-// trimming behind checkpoints, checkpoint installs, "use a checkpoint").
+// trimming behind checkpoints, checkpoint installs, "use a checkpoint"),
+// Reconfig (reconfig.h: membership changes, the non-member filter, peers;
+// the rules are membership.h's).
 //
 // How a runtime drives a Core
 // ---------------------------
@@ -313,7 +315,11 @@ class Core {
   // max_value_bytes: options.h),
   // InvalidArgument for a message of another cluster/group, from a
   // non-member, or whose `from` is not `sender`; all are dropped and counted
-  // in stats(). Stopped when halted.
+  // in stats(). A non-member here: a sender that no configuration governing
+  // [chosen_end, infinity) names, for every type but the learning ones
+  // (ASK_LEARN, CONFIRM_LEARN, LEARN_VALUES, CHOSEN, NOT_MEMBER), which any
+  // node of the cluster may send; it is answered with NOT_MEMBER
+  // (reconfig.h). Stopped when halted.
   static constexpr uint64_t kSenderNotVerified = 0;
   Status OnMessage(const std::string& bytes, Outputs* out,
                    uint64_t sender = kSenderNotVerified);

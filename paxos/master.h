@@ -97,6 +97,19 @@
 //                                otherwise                   READ_INDEX_REPLY(0: refused)
 //   READ_INDEX_REPLY(I)          I > 0                       done once chosen_end >= I (ask M
 //                                                            for values now if behind)
+//   membership (membership.h)
+//   election timer / RELEASE to  S not an eligible voter of  no campaign (followers, removed,
+//   S                            Latest()                    not eligible nodes never run)
+//   HEARTBEAT_ACK majority       of the voters of every      (the lease rule above needs
+//                                configuration governing     them all: M3)
+//                                [chosen_end, chosen_end +
+//                                alpha)
+//   end of a step                S master, no configuration  TransferMaster(0): release to
+//                                governing [chosen_end, inf) nobody, propose nothing more
+//                                has S as an eligible voter
+//   phase 1 of S succeeded       Latest().active_from >      noop fillers up to it (a change
+//                                chosen_end                  gets in force under a new master)
+//   TransferMaster(t)            t not a voter of Latest()   InvalidArgument
 //   TransferMaster(t)            S master                    drop the lease and readiness (in
 //                                                            this step, before RELEASE
 //                                                            leaves), stop the proposer's

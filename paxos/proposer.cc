@@ -308,7 +308,10 @@ void Proposer::OnPrepared() {
       break;
     }
   }
-  const uint64_t window_end = learner_->chosen_end() + ctx_->options().window;
+  // (The distance, not only the window: M2 may keep the proposer nearer
+  // than its window, and a vote reported beyond the bound gets no slot now,
+  // so this ballot must never reach it later.)
+  const uint64_t window_end = learner_->chosen_end() + ctx_->ProposeDistance();
   if (!adopted_.empty() && adopted_.rbegin()->first >= window_end) {
     limit_ = std::min(limit_, window_end);
   }

@@ -24,6 +24,35 @@
 // its chosen prefix moved up (it catches up through its learner), instead
 // of waiting for the accept timeout.
 //
+// Membership (membership.h M2, M3; the rules below hold with any history):
+//
+//   rule                          condition                   effect
+//   ----------------------------  --------------------------  -----------------------------
+//   M2 bound                      always                      never propose at or beyond
+//                                                             chosen_end + min(window, alpha)
+//   M3 phase 1 from s             PROMISEs of b               prepared once they hold a
+//                                                             majority of the voters of every
+//                                                             configuration governing [s,
+//                                                             min(s + min(window, alpha),
+//                                                             reported_end)); none known
+//                                                             there: never
+//   M3 lease refusals             some such configuration     phase 1 fails (back off)
+//                                 can no longer reach a
+//                                 majority outside them
+//   M3 after a change             a configuration learned     the ballot is used below its
+//                                 later governs from a, its   active_from only; phase 1 again
+//                                 voters' majority did not    once chosen_end gets there
+//                                 promise b
+//   M3 phase 2 at j               ACCEPTED of b               chosen once they hold a
+//                                                             majority of At(j)'s voters
+//                                                             (followers, removed nodes and
+//                                                             non-members never count)
+//   change applied (FillTo(a))    this node got it chosen,    noop fillers at free instances
+//                                 or is the master            below a, after queued values
+//   not a voter (M4)              no configuration governing  queued proposals end
+//                                 [chosen_end, inf) names it  InvalidArgument; no ballot
+//                                 an eligible voter
+//
 // Ballot numbers never wrap: the next one saturates at kMaxBallotNumber.
 //
 // Exactly once: a proposal sits at one instance until that instance is

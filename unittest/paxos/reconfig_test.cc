@@ -1,0 +1,397 @@
+// Membership changes through hand-pumped Cores (paxos/reconfig.h,
+// membership.h M1..M6): adding and removing voters with pipelining in
+// flight, followers, stale changes, restarts, trims, joiners and lost
+// disks. Each membership TestMutation makes one of these fail.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "paxos/value.h"
+#include "unittest/paxos/harness.h"
+
+namespace chorus {
+namespace paxos {
+namespace {
+
+using testing::Harness;
+
+constexpr uint64_t kAlpha = 8;
+
+// Nodes 1..genesis form the genesis; the others start as joiners (empty
+// data dir created to join, join_peers = node 1, incarnation 40 + id).
+std::function<void(CoreOptions*)> Cluster(uint64_t genesis,
+                                          TestMutation m = TestMutation::kNone,
+                                          std::function<void(CoreOptions*)> more = nullptr) {
+  return [genesis, m, more](CoreOptions* o) {
+    o->activation_distance = kAlpha;
+    o->max_inflight = 4;
+    o->test_mutation = m;
+    o->members.clear();
+    if (o->self <= genesis) {
+      for (uint64_t id = 1; id <= genesis; ++id) o->members.push_back(id);
+    } else {
+      o->joined = true;
+      o->join_peers = {1};
+      o->incarnation = 40 + o->self;
+    }
+    if (more) more(o);
+  };
+}
+
+Member M(uint64_t id, bool voter = true, uint64_t incarnation = 0) {
+  Member m;
+  m.id = id;
+  m.voter = voter;
+  m.incarnation = incarnation;
+  return m;
+}
+
+MembershipChange Change(uint64_t base, std::vector<Member> members) {
+  MembershipChange c;
+  c.base_version = base;
+  c.members = std::move(members);
+  c.activation_distance = kAlpha;
+  return c;
+}
+
+Status ProposeChange(Harness* h, int i, uint64_t token, const MembershipChange& c) {
+  Outputs out;
+  Status s = h->core(i)->ProposeMembership(token, c, &out);
+  h->Exec(i, &out);
+  return s;
+}
+
+const ProposalResult* Finished(Harness* h, int i, uint64_t token) {
+  for (const ProposalResult& r : h->node(i).finished) {
+    if (r.token == token) return &r;
+  }
+  return nullptr;
+}
+
+// Newest message first: later instances' votes arrive before earlier ones'.
+void PumpNewestFirst(Harness* h) {
+  while (!h->net().empty()) {
+    auto m = std::move(h->net().back());
+    h->net().pop_back();
+    h->Deliver(m.first, m.second);
+  }
+}
+
+// Each node fires one of the proposer timers it has armed (a phase 1 gets
+// its answers before its timeout fires), pumping after each.
+void Tick(Harness* h, bool newest_first = false) {
+  for (size_t i = 0; i < h->size(); ++i) {
+    for (TimerKind k : {TimerKind::kBackoff, TimerKind::kAccept, TimerKind::kPrepare}) {
+      if (h->node(static_cast<int>(i)).timers.count(k)) {
+        h->Fire(static_cast<int>(i), k);
+        break;
+      }
+    }
+    if (newest_first) {
+      PumpNewestFirst(h);
+    } else {
+      h->Pump();
+    }
+  }
+}
+
+// The instance node i applied the system value at (UINT64_MAX: none).
+uint64_t ChangeInstance(Harness* h, int i, size_t nth = 0) {
+  for (const ChosenValue& c : h->node(i).applied) {
+    if ((c.proposal_id & kSystemValueBit) != 0 && nth-- == 0) return c.instance;
+  }
+  return UINT64_MAX;
+}
+
+TEST(ReconfigTest, AddingVotersOldQuorumsGovernUntilActiveFrom) {
+  // Genesis 1, 2, 3; 4 and 5 join as voters. Only 1 and 2 are up: a
+  // majority of the old configuration, not of the new one (3 of 5).
+  Harness h(5, Cluster(3));
+  h.Isolate(2);
+  h.Isolate(3);
+  h.Isolate(4);
+  ASSERT_TRUE(h.Propose(0, 1, "a").ok());
+  h.Pump();
+  ASSERT_EQ(h.core(0)->chosen_end(), 1u);
+  ASSERT_TRUE(ProposeChange(&h, 0, 100, Change(0, {M(1), M(2), M(3), M(4, true, 44),
+                                                  M(5, true, 45)})).ok());
+  for (uint64_t t = 2; t <= 21; ++t) ASSERT_TRUE(h.Propose(0, t, "v" + std::to_string(t)).ok());
+  // Votes of later instances overtake earlier ones': the proposer must not
+  // count them with the configuration of its chosen_end.
+  PumpNewestFirst(&h);
+  for (int k = 0; k < 5; ++k) Tick(&h, /*newest_first=*/true);
+  const uint64_t i = ChangeInstance(&h, 0);
+  ASSERT_EQ(i, 1u);
+  const uint64_t active = i + kAlpha;
+  const Membership& m = h.core(0)->membership();
+  EXPECT_EQ(m.At(active - 1).version, 0u);
+  EXPECT_EQ(m.At(active).version, 1u);
+  // The old majority chose everything below active_from, nothing at or
+  // beyond it (the new configuration's majority is not there).
+  EXPECT_EQ(h.core(0)->chosen_end(), active);
+  EXPECT_EQ(h.core(1)->chosen_end(), active);
+  const ProposalResult* r = Finished(&h, 0, 100);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->status.ok()) << r->status.ToString();
+  EXPECT_EQ(r->instance, i);
+  EXPECT_EQ(h.node(0).applied[i].noop, true);  // a noop to the state machines
+  // Node 4 comes up, catches up from node 1 and votes: 1, 2, 4 is a majority.
+  h.Heal(3);
+  h.Fire(3, TimerKind::kLearn);
+  h.Fire(3, TimerKind::kLearn);
+  h.Pump();
+  EXPECT_EQ(h.core(3)->role(), MemberRole::kVoter);
+  for (int k = 0; k < 10 && Finished(&h, 0, 21) == nullptr; ++k) Tick(&h, true);
+  for (uint64_t t = 2; t <= 21; ++t) {
+    const ProposalResult* f = Finished(&h, 0, t);
+    ASSERT_NE(f, nullptr) << t;
+    EXPECT_TRUE(f->status.ok());
+  }
+  EXPECT_GT(h.core(0)->chosen_end(), active);
+  // It learned the history from the change on (the genesis predates it).
+  EXPECT_EQ(h.core(3)->membership().Latest(), h.core(0)->membership().Latest());
+}
+
+TEST(ReconfigTest, AnIdleGroupGetsAChangeInForceByItself) {
+  Harness h(3, Cluster(3));
+  ASSERT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2)})).ok());
+  h.Pump();
+  const ProposalResult* r = Finished(&h, 0, 7);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->status.ok());
+  EXPECT_EQ(r->instance, 0u);
+  // The proposer filled noops up to active_from.
+  EXPECT_GE(h.core(0)->chosen_end(), kAlpha);
+  EXPECT_EQ(h.core(0)->stats().membership_changes, 1u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(h.core(i)->membership() == h.core(0)->membership());
+  }
+  EXPECT_EQ(h.core(2)->role(), MemberRole::kRemoved);
+}
+
+TEST(ReconfigTest, FollowerVotesNeverCount) {
+  Harness h(4, Cluster(3));
+  ASSERT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2), M(3), M(4, false, 44)})).ok());
+  h.Pump();
+  ASSERT_NE(Finished(&h, 0, 7), nullptr);
+  EXPECT_EQ(h.core(3)->role(), MemberRole::kFollower);
+  // A follower proposes nothing on its own.
+  EXPECT_TRUE(h.Propose(3, 1, "f").IsInvalidArgument());
+  // Voters 2 and 3 down: node 1 and the follower are no majority.
+  h.Isolate(1);
+  h.Isolate(2);
+  const uint64_t end = h.core(0)->chosen_end();
+  ASSERT_TRUE(h.Propose(0, 8, "x").ok());
+  h.Pump();
+  for (int k = 0; k < 4; ++k) Tick(&h);
+  EXPECT_EQ(h.core(0)->chosen_end(), end);
+  EXPECT_EQ(Finished(&h, 0, 8), nullptr);
+  h.Heal(1);
+  for (int k = 0; k < 6 && Finished(&h, 0, 8) == nullptr; ++k) Tick(&h);
+  ASSERT_NE(Finished(&h, 0, 8), nullptr);
+  // The follower executed every value.
+  h.Fire(3, TimerKind::kLearn);
+  h.Fire(3, TimerKind::kLearn);
+  h.Pump();
+  EXPECT_EQ(h.core(3)->chosen_end(), h.core(0)->chosen_end());
+}
+
+TEST(ReconfigTest, ARemovedVotersVotesStopCountingAndGetNotMember) {
+  Harness h(3, Cluster(3));
+  h.Isolate(2);  // node 3 misses its removal
+  ASSERT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2)})).ok());
+  h.Pump();
+  ASSERT_NE(Finished(&h, 0, 7), nullptr);
+  EXPECT_EQ(h.core(2)->role(), MemberRole::kVoter);  // as far as it knows
+  // Node 2 down, node 3 back: its vote does not count for node 1 any more.
+  h.Isolate(1);
+  h.Heal(2);
+  const uint64_t end = h.core(0)->chosen_end();
+  ASSERT_TRUE(h.Propose(0, 8, "x").ok());
+  h.Pump();
+  EXPECT_EQ(h.core(0)->chosen_end(), end);
+  EXPECT_GE(h.core(0)->stats().non_member_messages, 1u);
+  EXPECT_GE(h.core(0)->stats().not_member_sent, 1u);
+  // The NOT_MEMBER made node 3 catch up: it knows it was removed.
+  EXPECT_EQ(h.core(2)->role(), MemberRole::kRemoved);
+  EXPECT_TRUE(h.core(2)->membership() == h.core(0)->membership());
+  Status s = h.Propose(2, 1, "y");
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.ToString().find("removed"), std::string::npos) << s.ToString();
+  // It is silent now: still no choice without node 2.
+  for (int k = 0; k < 4; ++k) Tick(&h);
+  EXPECT_EQ(h.core(0)->chosen_end(), end);
+  h.Heal(1);
+  for (int k = 0; k < 6 && Finished(&h, 0, 8) == nullptr; ++k) Tick(&h);
+  ASSERT_NE(Finished(&h, 0, 8), nullptr);
+}
+
+TEST(ReconfigTest, AStaleBaseEndsConflictOnEveryNode) {
+  Harness h(3, Cluster(3));
+  ASSERT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2), M(3, false)})).ok());
+  h.Pump();
+  ASSERT_NE(Finished(&h, 0, 7), nullptr);
+  // Node 2 asks for a change based on the genesis: chosen, not applied.
+  ASSERT_TRUE(ProposeChange(&h, 1, 9, Change(0, {M(1), M(2)})).ok());
+  h.Pump();
+  for (int k = 0; k < 6 && Finished(&h, 1, 9) == nullptr; ++k) Tick(&h);
+  const ProposalResult* r = Finished(&h, 1, 9);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->status.IsConflict()) << r->status.ToString();
+  h.Fire(2, TimerKind::kLearn);
+  h.Fire(2, TimerKind::kLearn);
+  h.Pump();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(h.core(i)->stats().membership_changes, 1u) << i;
+    EXPECT_EQ(h.core(i)->stats().membership_conflicts, 1u) << i;
+    EXPECT_TRUE(h.core(i)->membership() == h.core(0)->membership()) << i;
+    EXPECT_EQ(h.core(i)->membership().Latest().version, 1u);
+  }
+}
+
+TEST(ReconfigTest, RestartRecoversTheMembershipFromTheVariableAndTheLog) {
+  Harness h(3, Cluster(3));
+  ASSERT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2), M(3, false)})).ok());
+  h.Pump();
+  ASSERT_NE(Finished(&h, 0, 7), nullptr);
+  const Membership want = h.core(0)->membership();
+  ASSERT_EQ(want.configs().size(), 2u);
+  h.Open(0);
+  EXPECT_TRUE(h.core(0)->membership() == want);
+  // A log whose variable holds an older history: the chosen change replays.
+  LogWriteBatch b;
+  b.variables.emplace_back(kMembershipVariable, Membership::Genesis({M(1), M(2), M(3)}, kAlpha)
+                                                    .Encode());
+  ASSERT_TRUE(h.node(1).log.Write(b, true).ok());
+  h.Open(1);
+  EXPECT_TRUE(h.core(1)->membership() == want);
+  // ... and is recorded again at Start.
+  std::string bytes;
+  ASSERT_TRUE(h.node(1).log.GetVariable(kMembershipVariable, &bytes).ok());
+  Membership stored;
+  ASSERT_TRUE(Membership::Decode(bytes, &stored).ok());
+  EXPECT_TRUE(stored == want);
+  // A log's alpha wins over the options'.
+  h.node(2).core.reset();
+  std::unique_ptr<Core> c;
+  CoreOptions o = h.Options(2);
+  o.activation_distance = 64;
+  ASSERT_TRUE(Core::Open(o, &h.node(2).log, &c).ok());
+  EXPECT_EQ(c->membership().Latest().activation_distance, kAlpha);
+}
+
+TEST(ReconfigTest, TrimKeepsTheConfigurationInForce) {
+  Harness h(3, Cluster(3));
+  ASSERT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2), M(3, false)})).ok());
+  h.Pump();
+  for (uint64_t t = 10; t < 14; ++t) ASSERT_TRUE(h.Propose(0, t, "v").ok());
+  h.Pump();
+  const uint64_t end = h.core(0)->chosen_end();
+  ASSERT_GT(end, kAlpha);
+  const Membership before = h.core(0)->MembershipAt(end);
+  EXPECT_EQ(before.configs().size(), 2u);
+  Outputs out;
+  h.core(0)->OnCheckpoint(end, UINT64_MAX, &out);
+  ASSERT_EQ(h.core(0)->log_start(), end);
+  // The trim and the history in one synced write.
+  EXPECT_TRUE(out.sync);
+  bool has_variable = false;
+  for (const auto& kv : out.persist.variables) has_variable |= kv.first == kMembershipVariable;
+  EXPECT_TRUE(has_variable);
+  EXPECT_EQ(out.persist.delete_below, end);
+  h.Exec(0, &out);
+  ASSERT_EQ(h.core(0)->membership().configs().size(), 1u);
+  EXPECT_EQ(h.core(0)->membership().Latest().version, 1u);
+  const Membership trimmed = h.core(0)->membership();
+  h.Open(0);
+  EXPECT_TRUE(h.core(0)->membership() == trimmed);
+  EXPECT_EQ(h.core(0)->membership().Latest(), before.Latest());
+  EXPECT_EQ(h.core(0)->MembershipAt(end).configs().size(), 1u);
+  EXPECT_EQ(h.core(0)->role(), MemberRole::kVoter);
+}
+
+TEST(ReconfigTest, AJoinerLearnsItsConfigurationFromTheLog) {
+  Harness h(4, Cluster(3));
+  h.Isolate(3);
+  EXPECT_FALSE(h.core(3)->membership().known());
+  EXPECT_EQ(h.core(3)->role(), MemberRole::kNotMember);
+  Status s = h.Propose(3, 1, "x");
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.ToString().find("not a member"), std::string::npos) << s.ToString();
+  ASSERT_TRUE(h.Propose(0, 1, "a").ok());
+  ASSERT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2), M(3), M(4, false, 44)})).ok());
+  h.Pump();
+  ASSERT_NE(Finished(&h, 0, 7), nullptr);
+  h.Heal(3);
+  // Its idle learn ticks ask join_peers (node 1) while it knows no members.
+  h.Fire(3, TimerKind::kLearn);
+  h.Fire(3, TimerKind::kLearn);
+  h.Pump();
+  EXPECT_EQ(h.core(3)->chosen_end(), h.core(0)->chosen_end());
+  EXPECT_TRUE(h.core(3)->membership().known());
+  EXPECT_EQ(h.core(3)->membership().Latest(), h.core(0)->membership().Latest());
+  EXPECT_EQ(h.core(3)->role(), MemberRole::kFollower);
+  ASSERT_FALSE(h.node(3).applied.empty());
+  EXPECT_EQ(h.node(3).applied[0].value, "a");
+  // It learned the history from the change on: the genesis is unknown to it.
+  EXPECT_EQ(h.core(3)->membership().configs().size(), 1u);
+}
+
+TEST(ReconfigTest, ACheckpointInstallBringsTheMembership) {
+  Harness h(4, Cluster(3));
+  h.Isolate(3);
+  ASSERT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2), M(3), M(4, false, 44)})).ok());
+  h.Pump();
+  const uint64_t end = h.core(0)->chosen_end();
+  const Membership at = h.core(0)->MembershipAt(end);
+  Outputs out;
+  ASSERT_TRUE(h.core(3)->InstallCheckpoint(end, h.core(0)->chain_checksum(), &at, &out).ok());
+  EXPECT_TRUE(out.membership_changed);
+  EXPECT_TRUE(out.membership == at);
+  h.Exec(3, &out);
+  EXPECT_EQ(h.core(3)->role(), MemberRole::kFollower);
+  h.Open(3);
+  EXPECT_TRUE(h.core(3)->membership() == at);
+}
+
+TEST(ReconfigTest, ALostDiskNeverVotesUnderItsGenesisEntry) {
+  // Node 3's disk was lost: its new data dir was created to join (M5).
+  Harness h(3, Cluster(3, TestMutation::kNone, [](CoreOptions* o) {
+              if (o->self == 3) {
+                o->joined = true;
+                o->incarnation = 555;
+              }
+            }));
+  EXPECT_EQ(h.core(2)->role(), MemberRole::kNotEligible);
+  h.Isolate(1);
+  ASSERT_TRUE(h.Propose(0, 1, "x").ok());
+  h.Pump();
+  for (int k = 0; k < 4; ++k) Tick(&h);
+  EXPECT_EQ(h.core(0)->chosen_end(), 0u);
+  EXPECT_EQ(h.core(2)->promised(), Ballot());  // it promised nothing
+  h.Heal(1);
+  for (int k = 0; k < 6 && Finished(&h, 0, 1) == nullptr; ++k) Tick(&h);
+  ASSERT_NE(Finished(&h, 0, 1), nullptr);
+  // Removed and added again under its new data dir, it votes.
+  ASSERT_TRUE(ProposeChange(&h, 0, 2, Change(0, {M(1), M(2)})).ok());
+  h.Pump();
+  ASSERT_NE(Finished(&h, 0, 2), nullptr);
+  ASSERT_TRUE(ProposeChange(&h, 0, 3, Change(1, {M(1), M(2), M(3, true, 555)})).ok());
+  h.Pump();
+  ASSERT_NE(Finished(&h, 0, 3), nullptr);
+  h.Fire(2, TimerKind::kLearn);
+  h.Fire(2, TimerKind::kLearn);
+  h.Pump();
+  EXPECT_EQ(h.core(2)->role(), MemberRole::kVoter);
+  h.Isolate(1);
+  ASSERT_TRUE(h.Propose(0, 4, "y").ok());
+  for (int k = 0; k < 6 && Finished(&h, 0, 4) == nullptr; ++k) Tick(&h);
+  ASSERT_NE(Finished(&h, 0, 4), nullptr);
+  EXPECT_TRUE(Finished(&h, 0, 4)->status.ok());
+}
+
+}  // namespace
+}  // namespace paxos
+}  // namespace chorus
