@@ -1,5 +1,7 @@
 #include "paxos/acceptor.h"
 
+#include <algorithm>
+
 #include "paxos/learner.h"
 
 namespace chorus {
@@ -131,7 +133,10 @@ bool Acceptor::OnAccept(const PaxosMsg& msg) {
     Reject(msg, ACCEPT_REJECT);
     return false;
   }
-  if (instance >= learner_->chosen_end() + ctx_->options().window) {
+  // The window, and alpha (M4): this node knows the configuration of every
+  // instance below chosen_end + alpha, not beyond.
+  const uint64_t reach = std::min<uint64_t>(ctx_->options().window, ctx_->activation_distance());
+  if (instance >= learner_->chosen_end() + reach) {
     // Behind, not outbid: vote nothing, promise nothing; catch up now.
     ctx_->stats()->accepts_behind++;
     Reject(msg, ACCEPT_BEHIND);

@@ -24,16 +24,22 @@
 //                                             ACCEPT_REJECT (chosen_end tells
 //                                             the proposer it is behind)
 //                   b < promised           -> ACCEPT_REJECT(promised)
-//                   i >= chosen_end+window -> ACCEPT_BEHIND (nothing changes)
+//                   i >= chosen_end +      -> ACCEPT_BEHIND (nothing changes)
+//                     min(window, alpha)
 //                   otherwise              -> promised = b, accepted[i] = (b, v)
 //                                             (persisted), ACCEPTED
 //
-// Membership (membership.h M4): the core hands PREPARE / ACCEPT to the
-// acceptor only while this node is an eligible voter (M5: its data dir is
-// the one its entry names) of some configuration governing [chosen_end,
-// infinity); otherwise it stays silent (no promise, no vote, no refusal):
-// followers, removed nodes, joiners that know no configuration naming them,
-// and a node whose disk was lost.
+// Membership (membership.h M4, M5; CoreContext::MayAccept / MayPromise):
+// the core hands the acceptor an ACCEPT at i only while this node is an
+// eligible voter (M5: its data dir is the one its entry names) of At(i), and
+// a PREPARE from i only while it knows every configuration governing [i,
+// max(i, chosen_end) + alpha), is an eligible voter of one and a voter under
+// another data dir of none (a proposer counts votes by id). Otherwise it
+// stays silent (no promise, no vote, no refusal): followers, removed nodes,
+// joiners that know no configuration naming them, and a node whose disk was
+// lost, even once it is added again, for the instances its old entry still
+// governs. An ACCEPT at or beyond chosen_end + min(window, alpha) is
+// ACCEPT_BEHIND: beyond alpha this node may not know the configuration yet.
 //
 // Every state change is handed to CoreContext for persistence in the same
 // step as the reply, so the reply leaves only after it is durable.

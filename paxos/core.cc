@@ -16,95 +16,6 @@ namespace paxos {
 
 const char kWindowVariable[] = "paxos.window";
 
-// ---- CoreContext ----
-
-CoreContext::CoreContext(const CoreOptions& options, LogStorage* log)
-    : options_(options), log_(log), rng_(options.seed) {}
-
-void CoreContext::Send(uint64_t to, PaxosMsg* msg) {
-  CHORUS_CHECK(out_ != nullptr);
-  msg->set_cluster_id(options_.cluster_id);
-  msg->set_group(options_.group);
-  msg->set_from(options_.self);
-  msg->set_chosen_end(learner_->chosen_end());
-  // Catch-up requests tell the peer which data dir asks (membership.h M5):
-  // what a master adds this node with.
-  if (msg->type() == ASK_LEARN || msg->type() == CONFIRM_LEARN) {
-    msg->set_incarnation(options_.incarnation);
-  }
-  if (to != options_.self) out_->messages.push_back({to, msg->SerializeAsString()});
-  if (to == kBroadcast || to == options_.self) local_.push_back(*msg);
-}
-
-void CoreContext::PersistRecord(uint64_t instance, std::string record, bool vote) {
-  records_[instance] = std::move(record);
-  sync_ = sync_ || vote;
-}
-
-void CoreContext::PersistVariable(const std::string& name, std::string value) {
-  variables_[name] = std::move(value);
-  sync_ = true;
-}
-
-void CoreContext::PersistTrim(uint64_t below) {
-  records_.erase(records_.begin(), records_.lower_bound(below));
-  delete_below_ = std::max(delete_below_, below);
-  sync_ = true;
-}
-
-void CoreContext::StartTimer(TimerKind kind, uint64_t delay_ms) {
-  CHORUS_CHECK(out_ != nullptr);
-  const uint64_t gen = next_generation_++;
-  auto it = live_timers_.find(kind);
-  if (it != live_timers_.end()) out_->cancel_timers.push_back({kind, it->second});
-  live_timers_[kind] = gen;
-  out_->timers.push_back({{kind, gen}, delay_ms});
-}
-
-void CoreContext::CancelTimer(TimerKind kind) {
-  auto it = live_timers_.find(kind);
-  if (it == live_timers_.end()) return;
-  out_->cancel_timers.push_back({kind, it->second});
-  live_timers_.erase(it);
-}
-
-bool CoreContext::IsLiveTimer(const TimerId& id) const {
-  auto it = live_timers_.find(id.kind);
-  return it != live_timers_.end() && it->second == id.generation;
-}
-
-void CoreContext::ReportError(const Status& s) { out_->errors.push_back(s); }
-
-void CoreContext::BeginStep(Outputs* out) {
-  out->Clear();
-  out_ = out;
-}
-
-bool CoreContext::PopLocal(PaxosMsg* msg) {
-  if (local_.empty()) return false;
-  *msg = std::move(local_.front());
-  local_.pop_front();
-  return true;
-}
-
-void CoreContext::EndStep() {
-  local_.clear();
-  for (auto& kv : records_) out_->persist.records.emplace_back(kv.first, std::move(kv.second));
-  for (auto& kv : variables_) out_->persist.variables.emplace_back(kv.first, std::move(kv.second));
-  out_->persist.delete_below = delete_below_;
-  records_.clear();
-  variables_.clear();
-  delete_below_ = 0;
-  out_->sync = sync_ && !Mutated(TestMutation::kUnsyncedWrites);
-  if (membership_changed_) {
-    out_->membership_changed = true;
-    out_->membership = membership_;
-    membership_changed_ = false;
-  }
-  sync_ = false;
-  out_ = nullptr;
-}
-
 // ---- Core ----
 
 namespace {
@@ -280,7 +191,7 @@ Status Core::Route(uint64_t token, const std::string& envelope, bool system) {
 
 void Core::Cancel(uint64_t token, Outputs* out) {
   Begin(out);
-  if (!master_->CancelForwarded(token)) proposer_->Cancel(token);
+  if (!master_->CancelForwarded(token) && !reconfig_->Cancel(token)) proposer_->Cancel(token);
   Finish();
 }
 
@@ -354,9 +265,10 @@ void Core::Dispatch(const PaxosMsg& msg) {
   switch (msg.type()) {
     case PREPARE:
       proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
-      // M4: only an eligible voter of a configuration still to govern
-      // answers; anyone else stays silent (its answer would not count).
-      if (!ctx_.SelfCanVote()) break;
+      // M4: only an eligible voter of the configurations the promise may
+      // count in answers; anyone else stays silent (its answer would not
+      // count, or would count as another data dir's).
+      if (!ctx_.MayPromise(msg.instance())) break;
       // Master election: a live lease grant or the startup hold refuses it
       // before the acceptor sees it (its promise stays as it is).
       if (master_->RefusePrepare(msg)) break;
@@ -365,7 +277,8 @@ void Core::Dispatch(const PaxosMsg& msg) {
       break;
     case ACCEPT:
       proposer_->NoteBallot(Ballot::FromPb(msg.ballot()));
-      if (!ctx_.SelfCanVote()) break;  // M4, as for PREPARE
+      // M4, per instance (a value known chosen is told to anyone).
+      if (!learner_->IsChosen(msg.instance()) && !ctx_.MayAccept(msg.instance())) break;
       if (acceptor_->OnAccept(msg)) master_->OnAccepted(msg);
       master_->OnHigherBallot(acceptor_->promised());
       break;

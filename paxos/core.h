@@ -213,6 +213,14 @@ class CoreContext {
   // M4: this node is an eligible voter of some configuration governing
   // [chosen_end, infinity). (kFollowerVotes: any member.)
   bool SelfCanVote() const;
+  // M4 per instance, what the acceptor answers: an ACCEPT at `instance`
+  // only as an eligible voter of At(instance); a PREPARE from `from` only
+  // when it knows every configuration governing [from, max(from,
+  // chosen_end) + alpha), is an eligible voter of one, and is no voter by id
+  // (under another data dir, M5) of any: a proposer counts a vote by the
+  // sender's id in its own At(j). (kFollowerVotes: any member answers.)
+  bool MayAccept(uint64_t instance) const;
+  bool MayPromise(uint64_t from) const;
   // This node is an eligible voter of Latest() (it may run for master).
   bool SelfEligibleInLatest() const;
   // `id` is a member (voter or follower) of some configuration governing

@@ -41,6 +41,30 @@ bool CoreContext::SelfCanVote() const {
   return false;
 }
 
+bool CoreContext::MayAccept(uint64_t instance) const {
+  const Config& c = membership_.At(instance);
+  if (Mutated(TestMutation::kFollowerVotes)) return c.Contains(options_.self);
+  return c.IsEligibleVoter(options_.self, options_.incarnation, options_.joined);
+}
+
+bool CoreContext::MayPromise(uint64_t from) const {
+  if (!membership_.known() || membership_.configs().front().active_from > from) return false;
+  const uint64_t to = std::max(from, learner_->chosen_end()) + activation_distance();
+  bool eligible = false;
+  for (const Config* c : membership_.Governing(from, to)) {
+    const bool here = c->IsEligibleVoter(options_.self, options_.incarnation, options_.joined);
+    if (Mutated(TestMutation::kFollowerVotes)) {
+      eligible = eligible || c->Contains(options_.self);
+      continue;
+    }
+    // A voter entry of this id that is not this data dir's: a proposer
+    // would count the promise as that entry's.
+    if (c->IsVoter(options_.self) && !here) return false;
+    eligible = eligible || here;
+  }
+  return eligible;
+}
+
 bool CoreContext::SelfEligibleInLatest() const {
   return membership_.known() &&
          membership_.Latest().IsEligibleVoter(options_.self, options_.incarnation,

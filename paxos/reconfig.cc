@@ -133,6 +133,18 @@ void Reconfig::EndStep() {
   }
 }
 
+bool Reconfig::Cancel(uint64_t token) {
+  auto it = waiting_.find(token);
+  if (it == waiting_.end()) return false;
+  ctx_->out()->finished.push_back(
+      {token, 0,
+       Status::Stopped("membership change cancelled, but it was chosen at instance " +
+                       std::to_string(it->second.instance) + " and takes effect at instance " +
+                       std::to_string(it->second.active_from))});
+  waiting_.erase(it);
+  return true;
+}
+
 Status Reconfig::Envelope(const MembershipChange& change, std::string* envelope) {
   Status s = ValidateMembers(change.members);
   if (!s.ok()) return s;
@@ -163,6 +175,10 @@ bool Reconfig::Admit(const PaxosMsg& msg) {
     case NOT_MEMBER:
       // A chosen value is a fact whoever tells it (no Byzantine nodes), and
       // a removed or joining node must be able to learn.
+    case RELEASE:
+      // A master gives up the grants it holds (Master::OnRelease acts only
+      // for the holder and ballot of the live grant): a master whose removal
+      // is in force sends it once it is no member any more.
       return msg.from() != 0;
     default:
       break;

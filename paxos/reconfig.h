@@ -29,6 +29,8 @@
 //                                                                the change in force by itself)
 //   end of every step               a waiting change in force    finished OK (instance: the
 //                                                                change's)
+//   Cancel(token)                   a waiting change             finished Stopped ("chosen at
+//                                                                i, in force from a": it goes on)
 //   message from N (Core)           learn-type (ASK_LEARN,       accepted from any N != 0
 //                                   CONFIRM_LEARN, LEARN_VALUES,
 //                                   CHOSEN, NOT_MEMBER)
@@ -89,6 +91,10 @@ class Reconfig {
   void Track(uint64_t instance, const Status& s, bool ours, uint64_t token, bool own_proposer);
   // End of a step: ends the changes now in force.
   void EndStep();
+  // Core::Cancel of a change that is chosen and applied but not in force
+  // yet: true when `token` was one; it ends with Stopped (it stays chosen:
+  // the message says so).
+  bool Cancel(uint64_t token);
 
   // The envelope of `change` for ProposeMembership, or why it is refused.
   Status Envelope(const MembershipChange& change, std::string* envelope);

@@ -49,6 +49,10 @@ void Round::Add(Outputs* step) {
     merged_.master_changed = true;
     merged_.master = step->master;
   }
+  if (step->membership_changed) {
+    merged_.membership_changed = true;
+    merged_.membership = std::move(step->membership);
+  }
   // Timers: a cancel drops the start of this round it names; a start
   // supersedes this round's earlier start of its kind. What is left runs as
   // cancels then starts, like a single step.
@@ -74,7 +78,7 @@ bool Round::empty() const {
   return records_.empty() && variables_.empty() && m.persist.delete_below == 0 &&
          m.messages.empty() && m.catchup_reads.empty() && m.chosen.empty() &&
          m.finished.empty() && m.barriers.empty() && m.checkpoint_needed.empty() &&
-         !m.master_changed && m.timers.empty() && m.cancel_timers.empty() && m.errors.empty();
+         !m.master_changed && !m.membership_changed && m.timers.empty() && m.cancel_timers.empty() && m.errors.empty();
 }
 
 void Round::Take(Outputs* round) {

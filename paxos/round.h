@@ -39,6 +39,8 @@
 //                                                         runs
 //   master_changed,      OR; the latest changed step's    the view after the round
 //   master               view                             is the last one reported
+//   membership_changed,  OR; the latest changed step's    the history after the
+//   membership           history                          round is the last one
 //   errors               appended in step order           reports only
 //   cancel_timers        appended in step order; each     a timer started and
 //                        also drops this round's start    cancelled within the round
@@ -79,8 +81,8 @@ class Round {
 
   // True when executing the round would do nothing: no persist (records,
   // variables, trim), messages, catch-up reads, chosen values, finished
-  // proposals, barriers, checkpoint needs, master change, timers, cancels or
-  // errors. A round of steps that all produced nothing is empty.
+  // proposals, barriers, checkpoint needs, master change, membership change,
+  // timers, cancels or errors. A round of steps that all produced nothing is empty.
   bool empty() const;
 
   // The number of steps added since the round began (empty ones included).

@@ -4,6 +4,7 @@
 // disks. Each membership TestMutation makes one of these fail.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -19,6 +20,13 @@ using testing::Harness;
 
 constexpr uint64_t kAlpha = 8;
 
+// CHORUS_RECONFIG_MUTATION=<n> runs every test with TestMutation n (to see
+// which tests a mutation breaks).
+TestMutation EnvMutation() {
+  const char* e = std::getenv("CHORUS_RECONFIG_MUTATION");
+  return e == nullptr ? TestMutation::kNone : static_cast<TestMutation>(std::atoi(e));
+}
+
 // Nodes 1..genesis form the genesis; the others start as joiners (empty
 // data dir created to join, join_peers = node 1, incarnation 40 + id).
 std::function<void(CoreOptions*)> Cluster(uint64_t genesis,
@@ -27,7 +35,7 @@ std::function<void(CoreOptions*)> Cluster(uint64_t genesis,
   return [genesis, m, more](CoreOptions* o) {
     o->activation_distance = kAlpha;
     o->max_inflight = 4;
-    o->test_mutation = m;
+    o->test_mutation = m == TestMutation::kNone ? EnvMutation() : m;
     o->members.clear();
     if (o->self <= genesis) {
       for (uint64_t id = 1; id <= genesis; ++id) o->members.push_back(id);
@@ -115,15 +123,20 @@ TEST(ReconfigTest, AddingVotersOldQuorumsGovernUntilActiveFrom) {
   ASSERT_TRUE(h.Propose(0, 1, "a").ok());
   h.Pump();
   ASSERT_EQ(h.core(0)->chosen_end(), 1u);
+  // Pipelined: two values, the change (instance 3, in force from 11), more
+  // values. With 4 in flight the proposer sends instances 9..12 while
+  // chosen_end is 9: 11 and 12 are the new configuration's.
+  ASSERT_TRUE(h.Propose(0, 2, "v2").ok());
+  ASSERT_TRUE(h.Propose(0, 3, "v3").ok());
   ASSERT_TRUE(ProposeChange(&h, 0, 100, Change(0, {M(1), M(2), M(3), M(4, true, 44),
                                                   M(5, true, 45)})).ok());
-  for (uint64_t t = 2; t <= 21; ++t) ASSERT_TRUE(h.Propose(0, t, "v" + std::to_string(t)).ok());
+  for (uint64_t t = 4; t <= 21; ++t) ASSERT_TRUE(h.Propose(0, t, "v" + std::to_string(t)).ok());
   // Votes of later instances overtake earlier ones': the proposer must not
   // count them with the configuration of its chosen_end.
   PumpNewestFirst(&h);
   for (int k = 0; k < 5; ++k) Tick(&h, /*newest_first=*/true);
   const uint64_t i = ChangeInstance(&h, 0);
-  ASSERT_EQ(i, 1u);
+  ASSERT_EQ(i, 3u);
   const uint64_t active = i + kAlpha;
   const Membership& m = h.core(0)->membership();
   EXPECT_EQ(m.At(active - 1).version, 0u);
@@ -390,6 +403,103 @@ TEST(ReconfigTest, ALostDiskNeverVotesUnderItsGenesisEntry) {
   for (int k = 0; k < 6 && Finished(&h, 0, 4) == nullptr; ++k) Tick(&h);
   ASSERT_NE(Finished(&h, 0, 4), nullptr);
   EXPECT_TRUE(Finished(&h, 0, 4)->status.ok());
+}
+
+// Delivers queued messages oldest first until `done` (or the network is
+// empty).
+void PumpUntil(Harness* h, const std::function<bool()>& done) {
+  while (!h->net().empty() && !done()) {
+    auto m = std::move(h->net().front());
+    h->net().pop_front();
+    h->Deliver(m.first, m.second);
+  }
+}
+
+// Drops every queued message from or to node `id` (index id - 1).
+void DropInvolving(Harness* h, uint64_t id) {
+  auto& net = h->net();
+  for (auto it = net.begin(); it != net.end();) {
+    PaxosMsg msg;
+    const bool parsed = msg.ParseFromString(it->second);
+    if (static_cast<uint64_t>(it->first) + 1 == id || (parsed && msg.from() == id)) {
+      it = net.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+TEST(ReconfigTest, AReaddedLostDiskVotesOnlyWhereItsNewEntryGoverns) {
+  // Node 3 lost its disk; it is removed and added back under its new data
+  // dir by two changes chosen back to back (instances 0 and 1): instances
+  // 2..8 are still the genesis', where its old entry is a voter.
+  Harness h(3, Cluster(3, TestMutation::kNone, [](CoreOptions* o) {
+              if (o->self == 3) {
+                o->joined = true;
+                o->incarnation = 555;
+              }
+            }));
+  ASSERT_TRUE(ProposeChange(&h, 0, 1, Change(0, {M(1), M(2)})).ok());
+  ASSERT_TRUE(ProposeChange(&h, 0, 2, Change(1, {M(1), M(2), M(3, true, 555)})).ok());
+  PumpUntil(&h, [&h] { return h.core(0)->chosen_end() >= 2 && h.core(2)->chosen_end() >= 2; });
+  ASSERT_EQ(h.core(0)->membership().Latest().version, 2u);
+  EXPECT_EQ(h.core(0)->membership().Latest().active_from, 1 + kAlpha);
+  EXPECT_EQ(h.core(2)->role(), MemberRole::kVoter);
+  // Node 2 goes down: at 2..8 (the genesis') node 3's new dir must not vote.
+  h.Isolate(1);
+  DropInvolving(&h, 2);
+  h.Pump();
+  for (int k = 0; k < 4; ++k) Tick(&h);
+  EXPECT_EQ(h.core(0)->chosen_end(), 2u);
+  h.Heal(1);
+  for (int k = 0; k < 8 && (Finished(&h, 0, 2) == nullptr); ++k) Tick(&h);
+  ASSERT_NE(Finished(&h, 0, 2), nullptr);
+  EXPECT_TRUE(Finished(&h, 0, 2)->status.ok());
+  // In force: 1 and 3 are a majority of {1, 2, 3#555}.
+  h.Isolate(1);
+  ASSERT_TRUE(h.Propose(0, 9, "z").ok());
+  for (int k = 0; k < 8 && Finished(&h, 0, 9) == nullptr; ++k) Tick(&h);
+  ASSERT_NE(Finished(&h, 0, 9), nullptr);
+}
+
+// The first part of AddingVotersOldQuorumsGovernUntilActiveFrom: where node
+// 1's chosen prefix stops with only nodes 1 and 2 up (correct: 11, the
+// change's active_from).
+uint64_t AddVotersStop(TestMutation m) {
+  Harness h(5, Cluster(3, m));
+  h.Isolate(2);
+  h.Isolate(3);
+  h.Isolate(4);
+  for (uint64_t t = 1; t <= 3; ++t) EXPECT_TRUE(h.Propose(0, t, "v").ok());
+  EXPECT_TRUE(ProposeChange(&h, 0, 100, Change(0, {M(1), M(2), M(3), M(4, true, 44),
+                                                  M(5, true, 45)})).ok());
+  for (uint64_t t = 4; t <= 21; ++t) EXPECT_TRUE(h.Propose(0, t, "v").ok());
+  PumpNewestFirst(&h);
+  for (int k = 0; k < 5; ++k) Tick(&h, /*newest_first=*/true);
+  return h.core(0)->chosen_end();
+}
+
+// FollowerVotesNeverCount's question: does voter 1 with follower 4 (voters 2
+// and 3 down) get a value chosen?
+bool FollowerMakesAQuorum(TestMutation m) {
+  Harness h(4, Cluster(3, m));
+  EXPECT_TRUE(ProposeChange(&h, 0, 7, Change(0, {M(1), M(2), M(3), M(4, false, 44)})).ok());
+  h.Pump();
+  h.Isolate(1);
+  h.Isolate(2);
+  const uint64_t end = h.core(0)->chosen_end();
+  EXPECT_TRUE(h.Propose(0, 8, "x").ok());
+  h.Pump();
+  for (int k = 0; k < 4; ++k) Tick(&h);
+  return h.core(0)->chosen_end() != end;
+}
+
+TEST(ReconfigMutationTest, EachMembershipMutationBreaksARule) {
+  EXPECT_EQ(AddVotersStop(TestMutation::kNone), 3 + kAlpha);
+  EXPECT_NE(AddVotersStop(TestMutation::kActivateAtOnce), 3 + kAlpha);
+  EXPECT_NE(AddVotersStop(TestMutation::kQuorumOfCurrentOnly), 3 + kAlpha);
+  EXPECT_FALSE(FollowerMakesAQuorum(TestMutation::kNone));
+  EXPECT_TRUE(FollowerMakesAQuorum(TestMutation::kFollowerVotes));
 }
 
 }  // namespace
