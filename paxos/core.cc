@@ -268,7 +268,9 @@ void Core::Dispatch(const PaxosMsg& msg) {
       // M4: only an eligible voter of the configurations the promise may
       // count in answers; anyone else stays silent (its answer would not
       // count, or would count as another data dir's).
-      if (!ctx_.MayPromise(msg.instance())) break;
+      // (A PREPARE from below chosen_end is refused whoever we are: the
+      // refusal is no vote, and tells the proposer it is behind.)
+      if (msg.instance() >= learner_->chosen_end() && !ctx_.MayPromise(msg.instance())) break;
       // Master election: a live lease grant or the startup hold refuses it
       // before the acceptor sees it (its promise stays as it is).
       if (master_->RefusePrepare(msg)) break;

@@ -303,8 +303,12 @@ class Core {
   // (re-proposed at a later instance whenever another value takes the one it
   // tried) until it is chosen or cancelled; the end is reported once as a
   // ProposalResult, and the value appears in Outputs::chosen with ours = true.
-  // Returns InvalidArgument (empty value), TooLarge (> max_value_bytes) or
-  // Stopped (core halted); then nothing was queued.
+  // Returns InvalidArgument (empty value; or this node is no voter of the
+  // newest configuration and knows no live master to forward to:
+  // "this node is not a voting member of group G: <MemberRoleName>"),
+  // TooLarge (> max_value_bytes) or Stopped (core halted); then nothing was
+  // queued. A queued proposal of a node whose removal gets in force ends
+  // InvalidArgument.
   Status Propose(uint64_t token, const std::string& value, Outputs* out);
 
   // Gives up proposal `token`. If its value is not being voted on it ends at
@@ -464,9 +468,11 @@ class Core {
   // = the change's instance; Conflict when it was chosen but another change
   // got there first (its base_version is stale; on every node alike);
   // InvalidArgument when it was chosen with an invalid member set; Stopped
-  // as for Propose (cancelled, halted, outcome unknown). Returns
-  // InvalidArgument (ValidateMembers, or a distance that is not the group's)
-  // or Stopped; then nothing was queued.
+  // as for Propose (cancelled, halted, outcome unknown; a Cancel once it is
+  // chosen but not in force yet ends it Stopped at once, and the change
+  // stays chosen). Returns InvalidArgument (ValidateMembers, a distance that
+  // is neither 0, meaning the group's, nor the group's, no membership known
+  // here, or not a voter as for Propose) or Stopped; then nothing was queued.
   Status ProposeMembership(uint64_t token, const MembershipChange& change, Outputs* out);
   // The membership history as this core knows it (as of chosen_end()).
   const Membership& membership() const;
