@@ -221,6 +221,9 @@ class CoreContext {
   // sender's id in its own At(j). (kFollowerVotes: any member answers.)
   bool MayAccept(uint64_t instance) const;
   bool MayPromise(uint64_t from) const;
+  // This node may run phase 1 from `from` (Learner's gap filling): it votes
+  // (SelfCanVote) and knows the configuration governing `from`.
+  bool CanPrepareFrom(uint64_t from) const;
   // This node is an eligible voter of Latest() (it may run for master).
   bool SelfEligibleInLatest() const;
   // `id` is a member (voter or follower) of some configuration governing

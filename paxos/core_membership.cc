@@ -65,6 +65,11 @@ bool CoreContext::MayPromise(uint64_t from) const {
   return eligible;
 }
 
+bool CoreContext::CanPrepareFrom(uint64_t from) const {
+  return SelfCanVote() && membership_.known() &&
+         membership_.configs().front().active_from <= from;
+}
+
 bool CoreContext::SelfEligibleInLatest() const {
   return membership_.known() &&
          membership_.Latest().IsEligibleVoter(options_.self, options_.incarnation,

@@ -374,7 +374,21 @@ void Learner::OnTick() {
     // Values beyond a gap are chosen but the gap is not: have the proposer
     // run phase 1, which fills it (with an accepted value or a noop).
     stuck_ticks_ = 0;
-    proposer_->Unstick();
+    if (ctx_->CanPrepareFrom(chosen_end_)) {
+      proposer_->Unstick();
+    } else {
+      // This node cannot run that phase 1 (it votes in no configuration
+      // still to govern, or joined and does not know the one governing the
+      // gap), and the voters may not know the values beyond it: tell them
+      // the lowest, so that their learners get stuck here too and one of
+      // them fills the gap.
+      const auto first = pending_.begin();
+      PaxosMsg msg;
+      msg.set_type(CHOSEN);
+      msg.set_instance(first->first);
+      msg.set_value(first->second);
+      ctx_->Send(kBroadcast, &msg);
+    }
   }
 }
 

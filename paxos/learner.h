@@ -12,6 +12,12 @@
 // catchup.h), and the learner asks for the next batch with CONFIRM_LEARN
 // while the peer says it has more.
 //
+// Gaps: values chosen beyond a gap that stays for two learn ticks make the
+// proposer run phase 1 (which fills it); a node that cannot (it votes in no
+// configuration still to govern, or it joined and knows no configuration of
+// the gap) broadcasts CHOSEN for the lowest of them instead, so that the
+// voters see the gap and one of them fills it.
+//
 // System values (value.h): a membership change is applied to the history
 // (reconfig.h) in the step that applies its instance, before the proposer
 // and master hear of the instance, and goes out as a noop. Idle-tick peers:
