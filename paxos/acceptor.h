@@ -30,16 +30,19 @@
 //                                             (persisted), ACCEPTED
 //
 // Membership (membership.h M4, M5; CoreContext::MayAccept / MayPromise):
-// the core hands the acceptor an ACCEPT at i only while this node is an
-// eligible voter (M5: its data dir is the one its entry names) of At(i), and
-// a PREPARE from i only while it knows every configuration governing [i,
-// max(i, chosen_end) + alpha), is an eligible voter of one and a voter under
-// another data dir of none (a proposer counts votes by id). Otherwise it
-// stays silent (no promise, no vote, no refusal): followers, removed nodes,
-// joiners that know no configuration naming them, and a node whose disk was
-// lost, even once it is added again, for the instances its old entry still
-// governs. An ACCEPT at or beyond chosen_end + min(window, alpha) is
-// ACCEPT_BEHIND: beyond alpha this node may not know the configuration yet.
+// the core hands the acceptor a PREPARE only while this node is an eligible
+// voter (M5: its data dir is the one its entry names) of some configuration
+// governing [chosen_end, infinity), and an ACCEPT at i only as an eligible
+// voter of At(i) (or, for an i below the history this node knows, a joiner's,
+// while it votes at all). Otherwise it stays silent (no promise, no vote, no
+// refusal): followers, removed nodes, joiners that know no configuration
+// naming them, and a node whose disk was lost. Every reply carries this
+// node's incarnation and joined flag: a proposer counts it only as this
+// data dir's eligible entry (so a re-added lost disk never counts under its
+// old entry, which may still govern instances). A PREPARE from below
+// chosen_end is refused by anyone (a refusal is no vote). An ACCEPT at or
+// beyond chosen_end + min(window, alpha) is ACCEPT_BEHIND: beyond alpha
+// this node may not know the configuration yet.
 //
 // Every state change is handed to CoreContext for persistence in the same
 // step as the reply, so the reply leaves only after it is durable.

@@ -146,6 +146,18 @@ struct CoreStats {
   uint64_t not_member_sent = 0;       // NOT_MEMBER replies sent
 };
 
+// The votes (PROMISE, ACCEPTED, HEARTBEAT_ACK) a count holds, by sender,
+// with the data dir each says it speaks for (PaxosMsg.incarnation, joined):
+// a vote counts in a configuration only as its sender's eligible entry's
+// (membership.h M5), whatever the sender believes the history to be.
+struct VoterId {
+  uint64_t incarnation = 0;
+  bool joined = false;
+};
+using Votes = std::map<uint64_t, VoterId>;
+// The sender of `msg` as a voter.
+VoterId VoterOf(const PaxosMsg& msg);
+
 // State shared by the roles of one core during one step. Internal.
 class CoreContext {
  public:
@@ -213,12 +225,13 @@ class CoreContext {
   // M4: this node is an eligible voter of some configuration governing
   // [chosen_end, infinity). (kFollowerVotes: any member.)
   bool SelfCanVote() const;
-  // M4 per instance, what the acceptor answers: an ACCEPT at `instance`
-  // only as an eligible voter of At(instance); a PREPARE from `from` only
-  // when it knows every configuration governing [from, max(from,
-  // chosen_end) + alpha), is an eligible voter of one, and is no voter by id
-  // (under another data dir, M5) of any: a proposer counts a vote by the
-  // sender's id in its own At(j). (kFollowerVotes: any member answers.)
+  // M4, what the acceptor answers: a PREPARE (from any instance) while
+  // SelfCanVote(); an ACCEPT at `instance` as an eligible voter of
+  // At(instance), or while SelfCanVote() when this node does not know that
+  // configuration (a joiner's history starts at the first change it
+  // learned). The proposer counts a vote only as the sender's eligible
+  // entry (Votes), so an answer that cannot count is only wasted.
+  // (kFollowerVotes: any member answers.)
   bool MayAccept(uint64_t instance) const;
   bool MayPromise(uint64_t from) const;
   // This node may run phase 1 from `from` (Learner's gap filling): it votes
@@ -230,13 +243,13 @@ class CoreContext {
   // [chosen_end, infinity): its non-learning messages are accepted.
   bool IsCurrentMember(uint64_t id) const;
   // M3, phase 2: `ids` (the acceptors that accepted) choose instance j.
-  bool Phase2Quorum(uint64_t instance, const std::set<uint64_t>& ids) const;
+  bool Phase2Quorum(uint64_t instance, const Votes& votes) const;
   // M3, phase 1 and the master's lease: `ids` hold a majority of every
   // configuration governing [from, to) (false when some instance there is
   // governed by no known configuration).
-  bool QuorumOver(uint64_t from, uint64_t to, const std::set<uint64_t>& ids) const;
+  bool QuorumOver(uint64_t from, uint64_t to, const Votes& votes) const;
   // The first instance in [from, to) where QuorumOver fails (to: none).
-  uint64_t QuorumEnd(uint64_t from, uint64_t to, const std::set<uint64_t>& ids) const;
+  uint64_t QuorumEnd(uint64_t from, uint64_t to, const Votes& votes) const;
   // Some configuration governing [from, to) can no longer reach a majority
   // outside `refused`.
   bool QuorumImpossible(uint64_t from, uint64_t to, const std::set<uint64_t>& refused) const;
@@ -492,7 +505,9 @@ class Core {
     uint64_t id = 0;
     uint64_t last_heard_ms = 0;  // the core's time (SetNow) of its last message
     uint64_t chosen_end = 0;     // its chosen_end as its last message said
-    uint64_t incarnation = 0;    // from its last ASK_LEARN / CONFIRM_LEARN (0: none yet)
+    // Its data dir's, from its last message that carried one (every message
+    // does; ASK_LEARN / CONFIRM_LEARN at least, which a joiner sends first).
+    uint64_t incarnation = 0;
   };
   std::vector<PeerState> peers() const;
 

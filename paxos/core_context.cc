@@ -20,11 +20,10 @@ void CoreContext::Send(uint64_t to, PaxosMsg* msg) {
   msg->set_group(options_.group);
   msg->set_from(options_.self);
   msg->set_chosen_end(learner_->chosen_end());
-  // Catch-up requests tell the peer which data dir asks (membership.h M5):
-  // what a master adds this node with.
-  if (msg->type() == ASK_LEARN || msg->type() == CONFIRM_LEARN) {
-    msg->set_incarnation(options_.incarnation);
-  }
+  // Which data dir speaks (membership.h M5): what a master adds this node
+  // with, and what its votes count as. Defaults are not on the wire.
+  msg->set_incarnation(options_.incarnation);
+  msg->set_joined(options_.joined);
   if (to != options_.self) out_->messages.push_back({to, msg->SerializeAsString()});
   if (to == kBroadcast || to == options_.self) local_.push_back(*msg);
 }

@@ -42,28 +42,15 @@ bool CoreContext::SelfCanVote() const {
 }
 
 bool CoreContext::MayAccept(uint64_t instance) const {
-  const Config& c = membership_.At(instance);
+  if (!SelfCanVote()) return false;
+  const Membership& m = membership_;
+  if (m.configs().front().active_from > instance) return true;  // not known here
+  const Config& c = m.At(instance);
   if (Mutated(TestMutation::kFollowerVotes)) return c.Contains(options_.self);
   return c.IsEligibleVoter(options_.self, options_.incarnation, options_.joined);
 }
 
-bool CoreContext::MayPromise(uint64_t from) const {
-  if (!membership_.known() || membership_.configs().front().active_from > from) return false;
-  const uint64_t to = std::max(from, learner_->chosen_end()) + activation_distance();
-  bool eligible = false;
-  for (const Config* c : membership_.Governing(from, to)) {
-    const bool here = c->IsEligibleVoter(options_.self, options_.incarnation, options_.joined);
-    if (Mutated(TestMutation::kFollowerVotes)) {
-      eligible = eligible || c->Contains(options_.self);
-      continue;
-    }
-    // A voter entry of this id that is not this data dir's: a proposer
-    // would count the promise as that entry's.
-    if (c->IsVoter(options_.self) && !here) return false;
-    eligible = eligible || here;
-  }
-  return eligible;
-}
+bool CoreContext::MayPromise(uint64_t /*from*/) const { return SelfCanVote(); }
 
 bool CoreContext::CanPrepareFrom(uint64_t from) const {
   return SelfCanVote() && membership_.known() &&
@@ -95,14 +82,27 @@ std::vector<const Config*> CoreContext::QuorumConfigs(uint64_t from, uint64_t to
 }
 
 namespace {
-// kFollowerVotes: any responder counts, as if every member were a voter.
-bool Counts(const Config& c, const std::set<uint64_t>& ids, bool any) {
-  if (any) return c.VoterCount() > 0 && ids.size() >= c.Majority();
-  return c.HasMajority(ids);
+// A majority of `c`'s voters, each vote counted as its sender's data dir
+// (M5). kFollowerVotes: any responder counts, as if every member were a
+// voter.
+bool Counts(const Config& c, const Votes& votes, bool any) {
+  if (any) return c.VoterCount() > 0 && votes.size() >= c.Majority();
+  size_t n = 0;
+  for (const auto& kv : votes) {
+    n += c.IsEligibleVoter(kv.first, kv.second.incarnation, kv.second.joined) ? 1 : 0;
+  }
+  return c.VoterCount() > 0 && n >= c.Majority();
 }
 }  // namespace
 
-bool CoreContext::Phase2Quorum(uint64_t instance, const std::set<uint64_t>& ids) const {
+VoterId VoterOf(const PaxosMsg& msg) {
+  VoterId v;
+  v.incarnation = msg.incarnation();
+  v.joined = msg.joined();
+  return v;
+}
+
+bool CoreContext::Phase2Quorum(uint64_t instance, const Votes& ids) const {
   const bool any = Mutated(TestMutation::kFollowerVotes);
   if (Mutated(TestMutation::kQuorumOfCurrentOnly)) {
     return Counts(membership_.At(learner_->chosen_end()), ids, any);
@@ -110,11 +110,11 @@ bool CoreContext::Phase2Quorum(uint64_t instance, const std::set<uint64_t>& ids)
   return Counts(membership_.At(instance), ids, any);
 }
 
-bool CoreContext::QuorumOver(uint64_t from, uint64_t to, const std::set<uint64_t>& ids) const {
+bool CoreContext::QuorumOver(uint64_t from, uint64_t to, const Votes& ids) const {
   return QuorumEnd(from, to, ids) >= to;
 }
 
-uint64_t CoreContext::QuorumEnd(uint64_t from, uint64_t to, const std::set<uint64_t>& ids) const {
+uint64_t CoreContext::QuorumEnd(uint64_t from, uint64_t to, const Votes& ids) const {
   if (from >= to) return to;
   bool complete = false;
   const std::vector<const Config*> configs = QuorumConfigs(from, to, &complete);

@@ -320,7 +320,7 @@ void Master::OnHeartbeatAck(const PaxosMsg& msg) {
   }
   auto it = rounds_.find(msg.instance());
   if (it == rounds_.end()) return;
-  it->second.acks.insert(msg.from());
+  it->second.acks.emplace(msg.from(), VoterOf(msg));
   // M3: a majority of every configuration that may govern an instance a
   // rival could use before this lease ends (from chosen_end on, alpha far).
   const uint64_t end = learner_->chosen_end();

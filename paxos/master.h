@@ -271,7 +271,7 @@ class Master {
   uint64_t heartbeat_seq_ = 0;
   struct HeartbeatRound {
     uint64_t sent_at = 0;
-    std::set<uint64_t> acks;
+    Votes acks;
   };
   std::map<uint64_t, HeartbeatRound> rounds_;  // bounded: the recent ones
   // FORWARDed identities (proposer, id) this master proposed, to drop a

@@ -24,8 +24,10 @@
 //      that could govern it is at an instance below chosen_end. Hence
 //      activation_distance >= max_inflight, and it is fixed for the life of
 //      the group (recorded in every Config, from the genesis on).
-//   M3 quorums: a phase 2 vote at instance j counts only from a voter of
-//      At(j), and j is chosen by a majority of At(j)'s voters. A phase 1
+//   M3 quorums: a phase 2 vote at instance j counts only from an eligible
+//      voter of At(j) (M5, as the data dir the vote names: every message
+//      carries its sender's incarnation and joined flag), and j is chosen by
+//      a majority of At(j)'s voters. A phase 1
 //      ballot from s is usable at j only once it holds promises from a
 //      majority of the voters of At(j); the proposer waits for a majority of
 //      every configuration Governing(s, s + distance) before it uses it.

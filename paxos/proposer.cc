@@ -212,7 +212,7 @@ void Proposer::OnPromise(const PaxosMsg& msg) {
       msg.instance() != prepare_from_) {
     return;  // a stale reply
   }
-  if (!promised_by_.insert(msg.from()).second) return;  // duplicate
+  if (!promised_by_.emplace(msg.from(), VoterOf(msg)).second) return;  // duplicate
   if (msg.reported_end() != 0 && !ctx_->Mutated(TestMutation::kIgnoreReportedEnd)) {
     promise_limit_ = std::min(promise_limit_, msg.reported_end());
   }
@@ -336,7 +336,7 @@ void Proposer::OnAccepted(const PaxosMsg& msg) {
   if (it == slots_.end()) return;
   Slot& slot = it->second;
   if (slot.ballot != ballot_ || slot.chosen_sent) return;
-  slot.accepted_by.insert(msg.from());
+  slot.accepted_by.emplace(msg.from(), VoterOf(msg));
   // M3: only the voters of the configuration governing this instance.
   if (!ctx_->Phase2Quorum(msg.instance(), slot.accepted_by)) return;
   slot.chosen_sent = true;

@@ -165,7 +165,7 @@ class Proposer {
   struct Slot {
     std::string value;  // what this proposer asks acceptors to accept here
     Ballot ballot;
-    std::set<uint64_t> accepted_by;
+    Votes accepted_by;
     bool chosen_sent = false;
     bool has_own = false;
     Proposal own;  // this node's proposal waiting on this instance
@@ -206,7 +206,7 @@ class Proposer {
   uint64_t prepare_from_ = 0;
   uint64_t promise_limit_ = UINT64_MAX;  // kPreparing: min reported_end so far
   uint64_t limit_ = UINT64_MAX;          // kPrepared: the ballot is usable below
-  std::set<uint64_t> promised_by_;
+  Votes promised_by_;
   // kPreparing: acceptors that refused for a lease grant or startup hold.
   std::set<uint64_t> refused_by_;
   bool noop_wanted_ = false;

@@ -211,9 +211,7 @@ void Reconfig::NotePeer(const PaxosMsg& msg) {
   }
   it->second.last_heard_ms = ctx_->now();
   it->second.chosen_end = msg.chosen_end();
-  if ((msg.type() == ASK_LEARN || msg.type() == CONFIRM_LEARN) && msg.incarnation() != 0) {
-    it->second.incarnation = msg.incarnation();
-  }
+  if (msg.incarnation() != 0) it->second.incarnation = msg.incarnation();
 }
 
 std::vector<Core::PeerState> Reconfig::peers() const {
