@@ -234,11 +234,6 @@ class CoreContext {
   // (kFollowerVotes: any member answers.)
   bool MayAccept(uint64_t instance) const;
   bool MayPromise(uint64_t from) const;
-  // The first instance at or above chosen_end that a configuration in which
-  // this node is no eligible voter governs (UINT64_MAX: none known): its
-  // proposer stays below it, so no slot of a removed node is left for
-  // others to decide.
-  uint64_t SelfVoterEnd() const;
   // This node may run phase 1 from `from` (Learner's gap filling): it votes
   // (SelfCanVote) and knows the configuration governing `from`.
   bool CanPrepareFrom(uint64_t from) const;

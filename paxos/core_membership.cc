@@ -52,16 +52,6 @@ bool CoreContext::MayAccept(uint64_t instance) const {
 
 bool CoreContext::MayPromise(uint64_t /*from*/) const { return SelfCanVote(); }
 
-uint64_t CoreContext::SelfVoterEnd() const {
-  const uint64_t end = learner_->chosen_end();
-  for (const Config* c : membership_.Governing(end, UINT64_MAX)) {
-    if (!c->IsEligibleVoter(options_.self, options_.incarnation, options_.joined)) {
-      return std::max(end, c->active_from);
-    }
-  }
-  return UINT64_MAX;
-}
-
 bool CoreContext::CanPrepareFrom(uint64_t from) const {
   return SelfCanVote() && membership_.known() &&
          membership_.configs().front().active_from <= from;

@@ -73,10 +73,7 @@ uint64_t Proposer::Bound() const {
   // M2: below chosen_end + alpha every configuration is known (a change not
   // learned yet is chosen at chosen_end or above, so governs from
   // chosen_end + alpha on).
-  // Nor where this node is no voter (a removed node's slot there would
-  // wait for others to decide it).
-  return std::min({UsableEnd(), learner_->chosen_end() + ctx_->ProposeDistance(),
-                   ctx_->SelfVoterEnd()});
+  return std::min(UsableEnd(), learner_->chosen_end() + ctx_->ProposeDistance());
 }
 
 uint64_t Proposer::UsableEnd() const {

@@ -30,9 +30,6 @@
 //   ----------------------------  --------------------------  -----------------------------
 //   M2 bound                      always                      never propose at or beyond
 //                                                             chosen_end + min(window, alpha)
-//   own eligibility               a configuration without     never propose at or beyond its
-//                                 this node as an eligible    active_from (no slot is left
-//                                 voter is known              behind a removal)
 //   M3 phase 1 from s             PROMISEs of b               prepared once they hold a
 //                                                             majority of the voters of every
 //                                                             configuration governing [s,
