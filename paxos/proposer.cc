@@ -286,6 +286,10 @@ void Proposer::OnPrepared() {
   if (!slots_.empty()) end = std::max(end, slots_.rbegin()->first + 1);
   if (!learner_->pending().empty()) end = std::max(end, learner_->pending().rbegin()->first + 1);
   end = std::min(end, Bound());  // at most `window` ACCEPTs (noops included)
+  // A reported vote that gets no slot now must never get a fresh value
+  // later, when the bound has moved: the ballot stops short of it.
+  auto beyond = adopted_.lower_bound(end);
+  if (beyond != adopted_.end()) limit_ = std::min(limit_, beyond->first);
   const uint64_t begin = std::max(prepare_from_, learner_->chosen_end());
   for (uint64_t i = begin; i < end; ++i) {
     if (learner_->IsChosen(i)) continue;
