@@ -31,17 +31,7 @@ bool ValidEnvelope(const std::string& v, const CoreOptions& o, bool check_size) 
 
 // Checks what parsing cannot: ids and ballots in range, replicated values
 // that are envelopes. Returns false (and why) for a malformed message.
-// `id` is named by some configuration this node keeps (any id while it
-// knows none).
-bool NamedMember(const Membership& ms, uint64_t id) {
-  if (!ms.known()) return true;
-  for (const Config& c : ms.configs()) {
-    if (c.Contains(id)) return true;
-  }
-  return false;
-}
-
-bool WellFormed(const PaxosMsg& m, const CoreOptions& o, const Membership& ms, std::string* why) {
+bool WellFormed(const PaxosMsg& m, const CoreOptions& o, std::string* why) {
   if (m.instance() >= kMaxInstanceId || m.chosen_end() > kMaxInstanceId ||
       m.reported_end() > kMaxInstanceId || m.log_start() >= kMaxInstanceId) {
     *why = "an instance id at or above the ceiling";
@@ -66,15 +56,11 @@ bool WellFormed(const PaxosMsg& m, const CoreOptions& o, const Membership& ms, s
     *why = "a forwarded value that is not an envelope of at most max_value_bytes";
     return false;
   }
-  if (m.type() == RELEASE && m.instance() != 0 && !NamedMember(ms, m.instance())) {
-    *why = "a release to a node that is not a member";
-    return false;
-  }
-  if (m.lease_holder() != 0 && m.lease_holder() != kUnknownHolder &&
-      !NamedMember(ms, m.lease_holder())) {
-    *why = "a lease holder that is not a member";
-    return false;
-  }
+  // A RELEASE target or a lease holder this node does not count as a member
+  // is not malformed: it may be a node added by a change this node has not
+  // learned yet, or one named only by configurations it dropped at a trim.
+  // Both are ids of "another node" (OnRelease acts only for the live
+  // grant's holder and ballot; a forward to an unknown id is dropped).
   if (m.read_index() > kMaxInstanceId) {
     *why = "a read index above the ceiling";
     return false;
@@ -207,7 +193,7 @@ Status Core::OnMessage(const std::string& bytes, Outputs* out, uint64_t sender) 
              !MsgType_IsValid(msg.type())) {
     ctx_.stats()->garbage_messages++;
     s = Status::Corruption("paxos: a message that does not parse");
-  } else if (!WellFormed(msg, o, ctx_.membership(), &why)) {
+  } else if (!WellFormed(msg, o, &why)) {
     ctx_.stats()->garbage_messages++;
     s = Status::Corruption("paxos: a malformed " + MsgType_Name(msg.type()) + " from node " +
                            std::to_string(msg.from()) + " dropped: " + why);
