@@ -47,6 +47,11 @@ void SafetyChecker::Installed(int i, uint64_t instance) {
   if (n.history.size() < instance) n.history.resize(instance);
 }
 
+void SafetyChecker::DiskLost(int i) {
+  nodes_[i].applied = 0;
+  nodes_[i].acknowledged = paxos::Ballot();
+}
+
 bool SafetyChecker::Learned(int i, const paxos::ChosenValue& v) {
   NodeView& n = nodes_[i];
   const std::string key = Key(v);

@@ -57,6 +57,9 @@ class SafetyChecker {
   // Node i installed a checkpoint of [0, instance): it emits `instance` next
   // (what it never emitted below it stays unknown to this checker).
   void Installed(int i, uint64_t instance);
+  // Node i lost its disk: a new data dir, a new acceptor (its word and its
+  // emission order start over; what it learns must still agree).
+  void DiskLost(int i);
   // Node i emitted chosen value `v`. Returns true when the node learned it
   // for the first time (false when it learned it again after a restart, or
   // on a violation).

@@ -9,6 +9,9 @@
 //   sim_checkpoint.cc  --checkpoints: the hash-chain state machine, delayed
 //                      durable checkpoints, restarts from a checkpoint,
 //                      simulated transfers, and their checks
+//   sim_membership.cc  --membership: joiners, the change scheduler, lost
+//                      disks, the address book, votes for the checker,
+//                      convergence and liveness probes
 // Single-threaded; deterministic from SimOptions::seed.
 #ifndef CHORUS_UNITTEST_SIM_SIM_IMPL_H_
 #define CHORUS_UNITTEST_SIM_SIM_IMPL_H_
@@ -28,6 +31,7 @@
 #include "paxos/round.h"
 #include "unittest/sim/checker.h"
 #include "unittest/sim/clock.h"
+#include "unittest/sim/membership_checker.h"
 #include "unittest/sim/sim.h"
 #include "unittest/support/mem_log_storage.h"
 
@@ -140,6 +144,24 @@ constexpr uint64_t kCrashAfterStorePpm = 100000;
 constexpr uint64_t kLongDownPpm = 10000;
 constexpr uint64_t kLongDownMs = 3000;
 
+// --membership (sim_membership.cc). Per chaos tick the change scheduler acts
+// (starts a scenario or proposes its next change) with this probability.
+constexpr uint64_t kChangeTickPpm = 200000;
+// Right after the scheduler proposed a change: another node proposes a
+// racing change on its own view (one of the two Conflicts when both rest on
+// the same version); with master election the master transfers its
+// mastership, or crashes.
+constexpr uint64_t kRaceChangePpm = 250000;
+constexpr uint64_t kRaceTransferPpm = 250000;
+constexpr uint64_t kRaceMasterCrashPpm = 100000;
+// Per chaos tick: a removed node that still runs loses its disk and comes
+// back as a new joiner (a new data dir, so a new incarnation: M5).
+constexpr uint64_t kRemovedLoseDiskPpm = 5000;
+// A scenario that has not finished after this many proposals is dropped.
+constexpr int kMaxScenarioAttempts = 40;
+// The scheduler keeps at least this many voters.
+constexpr size_t kMinVoters = 3;
+
 enum class EventType : uint8_t {
   kDeliver, kTimer, kChaos, kRestart, kHeal, kFlush,
   kDeadline,  // a proposal's deadline (token in `from`)
@@ -188,6 +210,40 @@ struct Proposal {
   bool abandoned = false;  // its node crashed before it finished
   bool cancelled = false;  // cancelled at its deadline
   uint64_t begin = 0;      // virtual time of its Propose
+  bool probe = false;      // a liveness probe of the quiet phase: must be chosen
+};
+
+// --membership: a ProposeMembership not finished yet.
+struct Change {
+  int node = 0;
+  paxos::MembershipChange change;
+  bool driver = false;     // the scheduler's scenario waits for it
+  bool cancelled = false;  // cancelled at its deadline
+};
+
+// --membership: one step of a scenario; `a` the node added or promoted,
+// `b` the node removed (indexes; -1: none; kRemoveMaster resolves `b` to the
+// lease holder when it proposes).
+struct ChangeStep {
+  // kTouch: the same members again (a racing change that only bumps the
+  // version).
+  enum Op { kAddFollower, kPromote, kRemove, kReplace, kRemoveMaster, kTouch } op = kAddFollower;
+  int a = -1;
+  int b = -1;
+};
+struct Scenario {
+  std::string name;  // empty: none running
+  std::vector<ChangeStep> steps;
+  size_t next = 0;
+  uint64_t token = 0;  // the driver change in flight (0: none)
+  int attempts = 0;
+};
+
+// A vote of a core step, persisted when its round executes.
+struct StepVote {
+  uint64_t instance = 0;
+  paxos::Ballot ballot;
+  std::string value;
 };
 
 // A ReadBarrier not reported yet.
@@ -234,6 +290,15 @@ struct Node {
   // The highest log start its checkpoints and installs so far allow (the
   // sim's own computation of the trim rule, across restarts).
   uint64_t trim_allowed = 0;
+  // --membership (sim_membership.cc).
+  uint64_t dir_incarnation = 0;  // CoreOptions::incarnation: its data dir's
+  bool joined = false;           // its data dir was created to join
+  bool idle = false;             // not started (a spare), or waiting to
+  bool dead = false;             // crashed for good: never restarts
+  std::set<uint64_t> changes;    // tokens of its unfinished changes (this incarnation)
+  std::vector<StepVote> votes;   // votes of the steps of its unexecuted round
+  std::vector<uint64_t> join_peers;  // CoreOptions::join_peers of its data dir
+  paxos::Membership reported;    // the membership its rounds last reported
 };
 
 inline uint64_t Mix(uint64_t h, uint64_t v) {
@@ -252,12 +317,15 @@ class Sim {
       : o_(o),
         clocks_(o.clocks || o.master_election),
         rng_(o.seed * 0x2545F4914F6CDD1DULL + 1),
+        n_(o.nodes + (o.membership ? o.spares : 0)),
         members_(NodeIds(o.nodes)),
-        checker_(members_, [this](const std::string& what) { Violation(what); }),
-        master_checker_(members_, [this](const std::string& what) { Violation(what); }) {
-    for (int i = 0; i < o.nodes; ++i) {
+        checker_(NodeIds(n_), [this](const std::string& what) { Violation(what); }),
+        master_checker_(NodeIds(n_), [this](const std::string& what) { Violation(what); }),
+        member_checker_(Genesis(members_), o.membership ? DrawAlpha(o) : 0,
+                        [this](const std::string& what) { Violation(what); }) {
+    for (int i = 0; i < n_; ++i) {
       nodes_.emplace_back(new Node(o.mutation));
-      nodes_.back()->id = members_[i];
+      nodes_.back()->id = NodeIds(n_)[i];
     }
     window_ = o.window != 0 ? o.window
                             : (rng_.OneIn(500000) ? o.max_inflight : 4 * o.max_inflight);
@@ -282,6 +350,11 @@ class Sim {
       }
     }
   }
+
+  // --membership: the genesis members as the checker and the options hold them.
+  static std::vector<paxos::Member> Genesis(const std::vector<uint64_t>& ids);
+  // --membership: the seed's activation distance (a pure function of `o`).
+  static uint64_t DrawAlpha(const SimOptions& o);
 
   static std::vector<uint64_t> NodeIds(int n) {
     std::vector<uint64_t> ids;
@@ -363,6 +436,60 @@ class Sim {
 
   void Learned(int i, const ChosenValue& v);
 
+  // ---- --membership (sim_membership.cc) ----
+  // Draws every node's data dir; the spares start idle.
+  void InitMembership();
+  // Node i's options: genesis or joiner, alpha, its data dir.
+  void MembershipOptions(int i, CoreOptions* c);
+  // Whether a broadcast of node i reaches node j: j is in i's address book
+  // (every member of every configuration i keeps, and the nodes it was
+  // started with), as the runtime's transport has it.
+  bool InBook(int i, int j) const;
+  // The votes of one step of node i (its persisted accepted records), kept
+  // until its round persists.
+  void StepVotes(int i, const Outputs& out);
+  // Node i's round persisted: its votes are cast.
+  void CastVotes(int i);
+  // Node i executed a round: its membership against the checker's, and the
+  // round's membership report.
+  void CheckMembership(int i, const Outputs& round);
+  // A change of node i ended (Outputs::finished). False: not a change.
+  bool ChangeFinished(int i, const paxos::ProposalResult& f);
+  // The scheduler's chaos tick.
+  void MembershipTick();
+  // Starts a scenario, or proposes the next change of the running one.
+  void Schedule();
+  bool StartScenario();
+  // Whether step `s` holds in the checker's newest configuration.
+  bool StepDone(const ChangeStep& s) const;
+  // Proposes step `s` on node i from its own newest configuration. Returns
+  // the token (0: nothing proposed).
+  uint64_t ProposeStep(int i, ChangeStep* s, bool driver);
+  uint64_t ProposeChange(int i, const paxos::MembershipChange& change, bool driver);
+  // Whether node j can vote under its entry in `c` (up or restarting, and
+  // its data dir is the entry's: M5).
+  bool Capable(const paxos::Config& c, int j) const;
+  // A node that is not a member of the checker's newest configuration and
+  // not dead (it may be idle); -1: none.
+  int PickSpare();
+  int PickVoter(bool capable_only);
+  int LeaseHolder();
+  int IndexOf(uint64_t id) const;
+  paxos::Member MemberFor(int j, bool voter) const;
+  // Node i (a member or a removed node) loses its disk: it comes back as a
+  // new joiner with a new data dir.
+  void LoseDisk(int i);
+  void KillForGood(int i);
+  // The quiet phase with --membership: every node that runs has nothing
+  // pending; the members of the newest configuration agree on chosen_end
+  // and the other nodes know they are not members; then the liveness
+  // probes (a value proposed at every voter) must be chosen.
+  bool MembershipConverged();
+  // TransferMaster's target: another voter of node i's newest configuration.
+  uint64_t TransferTarget(int i);
+  // A liveness probe: a value proposed at node i that must be chosen.
+  void Probe(int i);
+
   // Group commit, as node/group.cc runs it: the outputs of node i's next
   // 1..max_round_steps core steps (drawn per round) accumulate in its round;
   // the round executes once it holds that many, or at a flush event soon
@@ -404,6 +531,7 @@ class Sim {
   const SimOptions o_;
   const bool clocks_;
   Rng rng_;
+  const int n_;  // nodes: o_.nodes genesis members, then the spares
   size_t window_ = 0;
   size_t budget_ = 0;
   SimResult r_;
@@ -418,6 +546,11 @@ class Sim {
   std::map<uint64_t, Proposal> proposals_;
   SafetyChecker checker_;
   MasterChecker master_checker_;
+  MembershipChecker member_checker_;
+  // --membership.
+  std::map<uint64_t, Change> changes_;  // token -> unfinished change
+  Scenario scenario_;
+  bool probes_sent_ = false;
   std::map<uint64_t, Read> reads_;  // token -> unreported read
   uint64_t next_read_ = 1;
   std::vector<int> last_holders_;  // --verbose: the lease holders at the last step
