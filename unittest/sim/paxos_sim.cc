@@ -115,6 +115,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--activation_distance must be 0 or >= the largest max_inflight\n");
     return 2;
   }
+  if (FLAGS_membership && FLAGS_promise_budget_bytes != 0 && FLAGS_promise_budget_bytes < 272) {
+    std::fprintf(stderr, "--membership needs --promise_budget_bytes 0 or >= 272\n");
+    return 2;
+  }
   o.membership = FLAGS_membership;
   o.spares = FLAGS_spares;
   o.activation_distance = FLAGS_activation_distance;
@@ -127,7 +131,7 @@ int main(int argc, char** argv) {
                      installs = 0, long_downs = 0, outcome_unknown = 0, raced_replies = 0,
                      changes_proposed = 0, changes_applied = 0, changes_conflict = 0,
                      changes_ok = 0, changes_refused = 0, proposals_refused = 0, scenarios = 0,
-                     disks_lost = 0, not_member_sent = 0, votes_checked = 0;
+                     disks_lost = 0, not_member_sent = 0, votes_checked = 0, non_member_drops = 0;
   std::vector<uint64_t> latency;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
     o.seed = seed;
@@ -170,6 +174,7 @@ int main(int argc, char** argv) {
     disks_lost += r.disks_lost;
     not_member_sent += r.not_member_sent;
     votes_checked += r.votes_checked;
+    non_member_drops += r.non_member_drops;
     latency.insert(latency.end(), r.commit_latency_ms.begin(), r.commit_latency_ms.end());
     if (r.violation) {
       violations++;
@@ -224,10 +229,11 @@ int main(int argc, char** argv) {
   if (o.membership) {
     std::printf("changes_proposed=%llu changes_applied=%llu changes_conflict=%llu "
                 "changes_in_force=%llu changes_refused=%llu proposals_refused=%llu "
-                "scenarios=%llu disks_lost=%llu not_member_sent=%llu quorums_verified=%llu\n",
+                "scenarios=%llu disks_lost=%llu not_member_sent=%llu non_member_drops=%llu "
+                "quorums_verified=%llu\n",
                 changes_proposed, changes_applied, changes_conflict, changes_ok,
                 changes_refused, proposals_refused, scenarios, disks_lost, not_member_sent,
-                votes_checked);
+                non_member_drops, votes_checked);
   }
   std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
               static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);

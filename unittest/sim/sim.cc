@@ -75,7 +75,18 @@ std::string Sim::Progress() const {
                     (n->core->master().self_ready ? " ready" : "") +
                     (n->core->HoldsLease() ? " (holds the lease)" : "")
               : std::string()) +
+         (o_.membership
+              ? std::string(n->dead ? " dead" : n->idle ? " idle" : "") +
+                    (n->core ? std::string(" role=") + paxos::MemberRoleName(n->core->role()) +
+                                   " v" + std::to_string(n->core->membership().Latest().version) +
+                                   " changes=" + std::to_string(n->changes.size())
+                             : std::string())
+              : std::string()) +
          "; ";
+  }
+  if (o_.membership) {
+    s += "the log's configs:";
+    for (const auto& c : member_checker_.configs()) s += " [" + MembershipChecker::Describe(c) + "]";
   }
   return s;
 }
@@ -92,7 +103,7 @@ bool Sim::Converged() {
 }
 
 size_t Sim::DrawBudget() {
-  const size_t min_budget = kValueBytes + paxos::kEnvelopeOverhead;
+  const size_t min_budget = ValueBytes() + paxos::kEnvelopeOverhead;
   switch (rng_.Uniform(3)) {
     case 0: return min_budget;
     case 1: return min_budget + rng_.Uniform(400);
@@ -121,7 +132,7 @@ CoreOptions Sim::OptionsFor(int i) {
   const NodeConfig& config = nodes_[i]->config;
   c.max_inflight = config.max_inflight;
   c.window = config.window;
-  c.max_value_bytes = kValueBytes;
+  c.max_value_bytes = ValueBytes();
   c.promise_budget_bytes = config.budget;
   c.prepare_timeout_ms = 100;
   c.accept_timeout_ms = 100;
@@ -205,6 +216,7 @@ void Sim::Crash(int i, bool quick, uint64_t down_ms) {
   }
   n.changes.clear();
   n.votes.clear();  // never persisted
+  n.step_reported = false;
   r_.crashes++;
   r_.faults++;
   Log("crash node " + std::to_string(n.id));

@@ -201,6 +201,7 @@ struct SimResult {
   uint64_t scenarios_done = 0;     // scheduler scenarios completed
   uint64_t disks_lost = 0;         // removed nodes that came back with a new data dir
   uint64_t not_member_sent = 0;    // NOT_MEMBER replies (CoreStats, all incarnations)
+  uint64_t non_member_drops = 0;   // messages a core refused: not from a member there
   uint64_t votes_checked = 0;      // chosen instances whose quorum the checker verified
   // Virtual ms from Propose to the client's result, per proposal reported
   // chosen (in completion order).

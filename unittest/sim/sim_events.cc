@@ -97,7 +97,11 @@ void Sim::Step() {
       }
       Outputs out;
       Status s = In(e.node)->OnMessage(e.bytes, &out, e.from);
-      if (!s.ok()) Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
+      if (!s.ok() && o_.membership && s.IsInvalidArgument()) {
+        r_.non_member_drops++;  // from a node that is not a member here (M4)
+      } else if (!s.ok()) {
+        Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
+      }
       EndStep(e.node, &out);  // crash points: ExecuteRound
       if (o_.master_election && !quiet_ && n.core && !Paused(e.node) && n.core->HoldsLease()) {
         paxos::PaxosMsg m;

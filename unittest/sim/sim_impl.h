@@ -62,6 +62,9 @@ constexpr uint64_t kQuietLimitMs = 120000; // liveness bound after faults stop
 // (and queue) whatever its depth.
 constexpr size_t kPendingPerInflight = 2;
 constexpr size_t kValueBytes = 64;  // CoreOptions::max_value_bytes here
+// ... with --membership: a change names every member (id, role, address,
+// incarnation), so its system value is larger than an application value.
+constexpr size_t kMembershipValueBytes = 256;
 // A crash point: right after a node raised its promise (a PROMISE, or an
 // ACCEPTED for a higher ballot than it had promised), crash it with this
 // probability (and restart it quickly). Promises are the state whose loss
@@ -299,6 +302,7 @@ struct Node {
   std::vector<StepVote> votes;   // votes of the steps of its unexecuted round
   std::vector<uint64_t> join_peers;  // CoreOptions::join_peers of its data dir
   paxos::Membership reported;    // the membership its rounds last reported
+  bool step_reported = false;    // a step of its unexecuted round set membership_changed
 };
 
 inline uint64_t Mix(uint64_t h, uint64_t v) {
@@ -365,6 +369,7 @@ class Sim {
   SimResult Run();
 
  private:
+  size_t ValueBytes() const { return o_.membership ? kMembershipValueBytes : kValueBytes; }
   // Node i's clock now.
   uint64_t LocalNow(int i) const { return clocks_ ? nodes_[i]->clock.Local(now_) : now_; }
   // The virtual time at which node i's clock has advanced `delay_ms` from now.
@@ -475,6 +480,9 @@ class Sim {
   int PickVoter(bool capable_only);
   int LeaseHolder();
   int IndexOf(uint64_t id) const;
+  // The smallest chosen_end of the running nodes other than `except`: the
+  // instances from there on may still need the votes of a configuration.
+  uint64_t Frontier(int except) const;
   paxos::Member MemberFor(int j, bool voter) const;
   // Node i (a member or a removed node) loses its disk: it comes back as a
   // new joiner with a new data dir.

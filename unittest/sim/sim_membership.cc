@@ -97,6 +97,7 @@ bool Sim::InBook(int i, int j) const {
 
 void Sim::StepVotes(int i, const Outputs& out) {
   Node& n = *nodes_[i];
+  n.step_reported = n.step_reported || out.membership_changed;
   for (const auto& rec : out.persist.records) {
     paxos::InstanceRecord r;
     if (!r.ParseFromString(rec.second) || r.chosen()) continue;
@@ -125,6 +126,11 @@ void Sim::CheckMembership(int i, const Outputs& round) {
     }
     return true;
   };
+  if (n.step_reported && !round.membership_changed) {
+    Violation("node " + std::to_string(n.id) + "'s round dropped the membership_changed of its "
+              "steps (paxos::Round)");
+  }
+  n.step_reported = false;
   if (round.membership_changed) {
     if (!same(round.membership, m)) {
       Violation("node " + std::to_string(n.id) +
@@ -168,15 +174,16 @@ void Sim::MembershipTick() {
   if (rng_.OneIn(kRemovedLoseDiskPpm)) {
     // A removed node that still runs loses its disk: it may come back as a
     // new member only through an add (M5).
+    // (Only once its removal is in force: until then it still votes.)
     const int i = static_cast<int>(rng_.Uniform(n_));
     const Node& n = *nodes_[i];
-    bool was_member = false;
+    bool was_member = false, member = false;
+    const uint64_t from = member_checker_.At(Frontier(i)).active_from;
     for (const Config& c : member_checker_.configs()) {
       was_member = was_member || FindMember(c, n.id) != nullptr;
+      member = member || (c.active_from >= from && FindMember(c, n.id) != nullptr);
     }
-    if (n.core && was_member && FindMember(member_checker_.Latest(), n.id) == nullptr) {
-      LoseDisk(i);
-    }
+    if (n.core && was_member && !member) LoseDisk(i);
   }
   if (rng_.OneIn(kChangeTickPpm)) Schedule();
 }
@@ -265,6 +272,21 @@ bool Sim::StartScenario() {
     for (const auto& n : nodes_) dead = dead || n->dead;
     const int v = PickVoter(true);
     if (v < 0) return false;
+    // Liveness, not safety: a node is crashed for good or loses its disk
+    // only while every configuration governing the instances not chosen yet
+    // keeps a majority that can vote without it.
+    bool spare_v = true;
+    const uint64_t from = member_checker_.At(Frontier(v)).active_from;
+    for (const Config& c : member_checker_.configs()) {
+      if (c.active_from < from) continue;
+      size_t voters = 0, capable = 0;
+      for (const Member& m : c.members) {
+        if (!m.voter) continue;
+        voters++;
+        if (IndexOf(m.id) != v && Capable(c, IndexOf(m.id))) capable++;
+      }
+      spare_v = spare_v && 2 * capable > voters;
+    }
     const std::string old = std::to_string(nodes_[v]->id);
     const std::string add = spare >= 0 ? std::to_string(nodes_[spare]->id) : "";
     switch (rng_.Uniform(o_.master_election ? 7 : 6)) {
@@ -286,7 +308,7 @@ bool Sim::StartScenario() {
         break;
       case 4:
         // Crash a voter for good; an empty node takes its place.
-        if (spare < 0 || dead) return false;
+        if (spare < 0 || dead || !spare_v) return false;
         KillForGood(v);
         sc.name = "replace crashed node " + old + " by empty node " + add;
         sc.steps = {{ChangeStep::kAddFollower, spare, -1}};
@@ -300,6 +322,7 @@ bool Sim::StartScenario() {
       case 5:
         // A voter loses its disk: it comes back as a joiner under a new
         // incarnation, which never votes as its old self (M5).
+        if (!spare_v) return false;
         LoseDisk(v);
         sc.name = "node " + old + " lost its disk";
         sc.steps = {{ChangeStep::kRemove, -1, v}, {ChangeStep::kAddFollower, v, -1},
@@ -462,6 +485,14 @@ int Sim::LeaseHolder() {
     if (nodes_[j]->core && In(j)->HoldsLease()) return j;
   }
   return -1;
+}
+
+uint64_t Sim::Frontier(int except) const {
+  uint64_t end = member_checker_.next();
+  for (int j = 0; j < n_; ++j) {
+    if (j != except && nodes_[j]->core) end = std::min(end, nodes_[j]->core->chosen_end());
+  }
+  return end;
 }
 
 int Sim::IndexOf(uint64_t id) const {
