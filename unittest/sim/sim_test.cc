@@ -151,11 +151,12 @@ constexpr char kTrimmedPastCheckpoint[] =
 constexpr char kForeignQuorum[] =
     "(without a majority of the eligible voters of config|has two chosen values)";
 // A configuration active at once: the node's own history is not the log's
-// (it activates at i + 1), and proposers that do not know the change yet use
-// the old quorums where the new one governs.
+// (it activates at i + 1, and reports its change in force that early), and
+// proposers that do not know the change yet use the old quorums where the
+// new one governs.
 constexpr char kActivatedEarly[] =
-    "(membership differs from the checker's|without a majority of the eligible voters of "
-    "config|has two chosen values)";
+    "(membership differs from the checker's|reported in force at chosen_end [0-9]+ governs only "
+    "from|without a majority of the eligible voters of config|has two chosen values)";
 
 struct MutationCase {
   paxos::TestMutation mutation;
