@@ -10,6 +10,7 @@
 // Exits non-zero when V > 0.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
                      changes_ok = 0, changes_refused = 0, proposals_refused = 0, scenarios = 0,
                      disks_lost = 0, not_member_sent = 0, votes_checked = 0, non_member_drops = 0;
   std::vector<uint64_t> latency;
+  std::map<std::string, unsigned long long> scenario_kinds;
   for (uint64_t seed = FLAGS_first_seed; seed < FLAGS_first_seed + FLAGS_seeds; ++seed) {
     o.seed = seed;
     chorus::sim::SimResult r = chorus::sim::RunSim(o);
@@ -174,6 +176,7 @@ int main(int argc, char** argv) {
     disks_lost += r.disks_lost;
     not_member_sent += r.not_member_sent;
     votes_checked += r.votes_checked;
+    for (const auto& k : r.scenarios) scenario_kinds[k.first] += k.second;
     non_member_drops += r.non_member_drops;
     latency.insert(latency.end(), r.commit_latency_ms.begin(), r.commit_latency_ms.end());
     if (r.violation) {
@@ -234,6 +237,9 @@ int main(int argc, char** argv) {
                 changes_proposed, changes_applied, changes_conflict, changes_ok,
                 changes_refused, proposals_refused, scenarios, disks_lost, not_member_sent,
                 non_member_drops, votes_checked);
+    std::printf("scenarios_done:");
+    for (const auto& k : scenario_kinds) std::printf(" %s=%llu", k.first.c_str(), k.second);
+    std::printf("\n");
   }
   std::printf("seeds=%llu steps=%llu faults=%llu violations=%llu\n",
               static_cast<unsigned long long>(FLAGS_seeds), steps, faults, violations);

@@ -78,6 +78,7 @@
 #define CHORUS_UNITTEST_SIM_SIM_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,7 @@ struct SimResult {
   uint64_t proposals_refused = 0;  // Propose refused at once: not a voting member
   uint64_t changes_refused = 0;    // ProposeMembership refused at once (not a member, invalid)
   uint64_t scenarios_done = 0;     // scheduler scenarios completed
+  std::map<std::string, uint64_t> scenarios;  // ... by kind (e.g. "replace_crashed")
   uint64_t disks_lost = 0;         // removed nodes that came back with a new data dir
   uint64_t not_member_sent = 0;    // NOT_MEMBER replies (CoreStats, all incarnations)
   uint64_t non_member_drops = 0;   // messages a core refused: not from a member there

@@ -235,6 +235,7 @@ struct ChangeStep {
   int b = -1;
 };
 struct Scenario {
+  const char* kind = "";  // SimResult::scenarios' key
   std::string name;  // empty: none running
   std::vector<ChangeStep> steps;
   size_t next = 0;
@@ -475,7 +476,7 @@ class Sim {
   // its data dir is the entry's: M5).
   bool Capable(const paxos::Config& c, int j) const;
   // A node that is not a member of the checker's newest configuration and
-  // not dead (it may be idle); -1: none.
+  // not dead (mostly an idle one: an empty data dir); -1: none.
   int PickSpare();
   int PickVoter(bool capable_only);
   int LeaseHolder();

@@ -162,6 +162,8 @@ bool Sim::ChangeFinished(int i, const paxos::ProposalResult& f) {
     member_checker_.CheckFinished(c.change, f.status, f.instance, n.core->chosen_end());
   } else if (c.cancelled && f.status.IsStopped()) {
     r_.timeouts++;  // the client's deadline: outcome unknown
+  } else if (f.status.IsInvalidArgument() && n.core->role() != paxos::MemberRole::kVoter) {
+    r_.changes_refused++;  // its node is no longer a voting member
   } else {
     Violation("node " + std::to_string(n.id) + "'s change (base version " +
               std::to_string(c.change.base_version) + ") failed: " + f.status.ToString());
@@ -203,6 +205,7 @@ void Sim::Schedule() {
   }
   if (scenario_.next == scenario_.steps.size()) {
     r_.scenarios_done++;
+    r_.scenarios[scenario_.kind]++;
     Log("scenario done: " + scenario_.name);
     scenario_ = Scenario();
     return;
@@ -253,13 +256,16 @@ bool Sim::StartScenario() {
     const int v = IndexOf(m.id);
     if (!m.voter || Capable(latest, v)) continue;
     if (!nodes_[v]->dead) {
+      sc.kind = "rejoin_after_lost_disk";
       sc.name = "rejoin of node " + std::to_string(m.id) + " after a lost disk";
       sc.steps = {{ChangeStep::kRemove, -1, v}, {ChangeStep::kAddFollower, v, -1},
                   {ChangeStep::kPromote, v, -1}};
     } else if (voters > kMinVoters) {
+      sc.kind = "remove_crashed";
       sc.name = "removal of crashed node " + std::to_string(m.id);
       sc.steps = {{ChangeStep::kRemove, -1, v}};
     } else if (spare >= 0) {
+      sc.kind = "replace_crashed";
       sc.name = "replacement of crashed node " + std::to_string(m.id);
       sc.steps = {{ChangeStep::kAddFollower, spare, -1}, {ChangeStep::kReplace, spare, v}};
     } else {
@@ -293,16 +299,19 @@ bool Sim::StartScenario() {
       case 0:
       case 1:
         if (spare < 0) return false;
+        sc.kind = "add_follower_then_promote";
         sc.name = "add node " + add + " (follower, then promoted)";
         sc.steps = {{ChangeStep::kAddFollower, spare, -1}, {ChangeStep::kPromote, spare, -1}};
         break;
       case 2:
         if (voters <= kMinVoters) return false;
+        sc.kind = "remove";
         sc.name = "remove node " + old;
         sc.steps = {{ChangeStep::kRemove, -1, v}};
         break;
       case 3:
         if (spare < 0) return false;
+        sc.kind = "replace";
         sc.name = "replace node " + old + " by node " + add;
         sc.steps = {{ChangeStep::kAddFollower, spare, -1}, {ChangeStep::kReplace, spare, v}};
         break;
@@ -310,6 +319,7 @@ bool Sim::StartScenario() {
         // Crash a voter for good; an empty node takes its place.
         if (spare < 0 || dead || !spare_v) return false;
         KillForGood(v);
+        sc.kind = "replace_crashed";
         sc.name = "replace crashed node " + old + " by empty node " + add;
         sc.steps = {{ChangeStep::kAddFollower, spare, -1}};
         if (rng_.OneIn(500000)) {
@@ -324,15 +334,18 @@ bool Sim::StartScenario() {
         // incarnation, which never votes as its old self (M5).
         if (!spare_v) return false;
         LoseDisk(v);
+        sc.kind = "rejoin_after_lost_disk";
         sc.name = "node " + old + " lost its disk";
         sc.steps = {{ChangeStep::kRemove, -1, v}, {ChangeStep::kAddFollower, v, -1},
                     {ChangeStep::kPromote, v, -1}};
         break;
       default:
         if (voters > kMinVoters) {
+          sc.kind = "remove_master";
           sc.name = "remove the master";
           sc.steps = {{ChangeStep::kRemoveMaster, -1, -1}};
         } else if (spare >= 0) {
+          sc.kind = "replace_master";
           sc.name = "replace the master by node " + add;
           sc.steps = {{ChangeStep::kAddFollower, spare, -1},
                       {ChangeStep::kRemoveMaster, spare, -1}};
@@ -461,12 +474,15 @@ bool Sim::Capable(const Config& c, int j) const {
 }
 
 int Sim::PickSpare() {
-  std::vector<int> spares;
+  // An idle one (an empty data dir) when there is one.
+  std::vector<int> spares, idle;
   for (int j = 0; j < n_; ++j) {
     if (!nodes_[j]->dead && FindMember(member_checker_.Latest(), nodes_[j]->id) == nullptr) {
       spares.push_back(j);
+      if (nodes_[j]->idle) idle.push_back(j);
     }
   }
+  if (!idle.empty() && rng_.OneIn(750000)) return idle[rng_.Uniform(idle.size())];
   return spares.empty() ? -1 : spares[rng_.Uniform(spares.size())];
 }
 

@@ -123,6 +123,7 @@ void Sim::Execute(int i, Outputs* out) {
     if (!f.status.ok() && o_.membership && f.status.IsInvalidArgument() &&
         n.core->role() != paxos::MemberRole::kVoter) {
       r_.proposals_refused++;  // its node is no longer a voting member
+      checker_.Failed(p->second.data);
       continue;
     }
     if (!f.status.ok()) {
