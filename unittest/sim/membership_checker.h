@@ -11,7 +11,8 @@
 //       a follower, a removed node, a node under another data dir (M5) or a
 //       voter of another configuration never made up a quorum;
 //   (c) a node's Membership (Core::membership()) equals the history the
-//       checker derived for the instances that node has chosen;
+//       checker derived for the instances that node has chosen (a node that
+//       joined: its newest part, from the first configuration it learned);
 // and a change a node reported finished OK is applied at that instance with
 // those members, and one reported Conflict is stale.
 //
