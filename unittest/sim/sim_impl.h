@@ -496,6 +496,10 @@ class Sim {
   bool MembershipConverged();
   // TransferMaster's target: another voter of node i's newest configuration.
   uint64_t TransferTarget(int i);
+  // Node i sends `bytes`: once its removal is in force (no configuration
+  // governing its chosen_end or later names it) it proposes nothing more:
+  // no PREPARE, no ACCEPT.
+  void CheckStoppedProposing(int i, const std::string& bytes);
   // A liveness probe: a value proposed at node i that must be chosen.
   void Probe(int i);
 

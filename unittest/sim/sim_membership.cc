@@ -547,6 +547,27 @@ void Sim::KillForGood(int i) {
   Log("node " + std::to_string(nodes_[i]->id) + " is gone for good");
 }
 
+void Sim::CheckStoppedProposing(int i, const std::string& bytes) {
+  const Node& n = *nodes_[i];
+  if (!n.core) return;
+  paxos::PaxosMsg m;
+  if (!m.ParseFromString(bytes) || (m.type() != paxos::PREPARE && m.type() != paxos::ACCEPT)) {
+    return;
+  }
+  const uint64_t end = m.chosen_end();  // when the step sent it (the core may be ahead now)
+  for (const Config& c : member_checker_.configs()) {
+    if (c.changed_at >= end && c.version > 0) break;  // not chosen at this node yet
+    if ((&c == &member_checker_.At(end) || c.active_from > end) &&
+        FindMember(c, n.id) != nullptr) {
+      return;  // a member of a configuration governing [end, infinity)
+    }
+  }
+  Violation("node " + std::to_string(n.id) + " sent " + paxos::MsgType_Name(m.type()) +
+            " for instance " + std::to_string(m.instance()) + " at chosen_end " +
+            std::to_string(end) + ", where its removal is in force: a removed node must stop "
+            "proposing");
+}
+
 void Sim::Probe(int i) {
   Node& n = *nodes_[i];
   const uint64_t token = next_token_++;

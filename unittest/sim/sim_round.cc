@@ -181,6 +181,7 @@ void Sim::SendOut(int i, const paxos::OutMessage& m) {
   if (o_.membership) {
     const Node& n = *nodes_[i];
     member_checker_.Sent({n.id, n.dir_incarnation, n.joined}, m.bytes);
+    CheckStoppedProposing(i, m.bytes);
   }
   for (int j = 0; j < n_; ++j) {
     if (j == i) continue;
