@@ -172,7 +172,9 @@ void Sim::StartNode(int i) {
   // may be shorter: see checker.h).
   if (!checker_.Recovered(i, n.core.get())) return;
   if (o_.membership) {
-    member_checker_.CheckNode(n.id, n.joined, n.core->chosen_end(), n.core->membership());
+    if (o_.check_node_membership) {
+      member_checker_.CheckNode(n.id, n.joined, n.core->chosen_end(), n.core->membership());
+    }
     n.reported = n.core->membership();
   }
   if (o_.checkpoints && !RestoreStateMachine(i)) return;

@@ -153,6 +153,10 @@ struct SimOptions {
   // CoreOptions::activation_distance of every node (membership). 0: drawn
   // per seed in [max(8, largest max_inflight), that + 24].
   uint64_t activation_distance = 0;
+  // Check (c): every node's Membership, and every change reported in force,
+  // against the checker's. Off only to show that the quorum checks alone
+  // catch a mutation (sim_test).
+  bool check_node_membership = true;
   bool verbose = false;  // print every event to stdout
 };
 

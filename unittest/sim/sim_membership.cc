@@ -118,7 +118,7 @@ void Sim::CheckMembership(int i, const Outputs& round) {
   Node& n = *nodes_[i];
   if (!n.core || r_.violation) return;
   const paxos::Membership& m = n.core->membership();
-  member_checker_.CheckNode(n.id, n.joined, n.core->chosen_end(), m);
+  if (o_.check_node_membership) member_checker_.CheckNode(n.id, n.joined, n.core->chosen_end(), m);
   auto same = [](const paxos::Membership& a, const paxos::Membership& b) {
     if (a.configs().size() != b.configs().size()) return false;
     for (size_t k = 0; k < a.configs().size(); ++k) {
@@ -159,7 +159,9 @@ bool Sim::ChangeFinished(int i, const paxos::ProposalResult& f) {
       f.status.ToString() + (f.status.ok() ? " at " + std::to_string(f.instance) : ""));
   if (f.status.ok() || f.status.IsConflict()) {
     if (f.status.ok()) r_.changes_ok++;
-    member_checker_.CheckFinished(c.change, f.status, f.instance, n.core->chosen_end());
+    if (o_.check_node_membership) {
+      member_checker_.CheckFinished(c.change, f.status, f.instance, n.core->chosen_end());
+    }
   } else if (c.cancelled && f.status.IsStopped()) {
     r_.timeouts++;  // the client's deadline: outcome unknown
   } else if (f.status.IsInvalidArgument() && n.core->role() != paxos::MemberRole::kVoter) {
