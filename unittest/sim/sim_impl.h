@@ -9,9 +9,9 @@
 //   sim_checkpoint.cc  --checkpoints: the hash-chain state machine, delayed
 //                      durable checkpoints, restarts from a checkpoint,
 //                      simulated transfers, and their checks
-//   sim_membership.cc  --membership: joiners, the change scheduler, lost
-//                      disks, the address book, votes for the checker,
-//                      convergence and liveness probes
+//   sim_membership.cc  --membership: joiners, lost disks, the address book,
+//                      votes for the checker, convergence, liveness probes
+//   sim_scheduler.cc   --membership: the change scheduler and its scenarios
 // Single-threaded; deterministic from SimOptions::seed.
 #ifndef CHORUS_UNITTEST_SIM_SIM_IMPL_H_
 #define CHORUS_UNITTEST_SIM_SIM_IMPL_H_
@@ -32,6 +32,7 @@
 #include "unittest/sim/checker.h"
 #include "unittest/sim/clock.h"
 #include "unittest/sim/membership_checker.h"
+#include "unittest/sim/sim_membership.h"
 #include "unittest/sim/sim.h"
 #include "unittest/support/mem_log_storage.h"
 
@@ -147,23 +148,6 @@ constexpr uint64_t kCrashAfterStorePpm = 100000;
 constexpr uint64_t kLongDownPpm = 10000;
 constexpr uint64_t kLongDownMs = 3000;
 
-// --membership (sim_membership.cc). Per chaos tick the change scheduler acts
-// (starts a scenario or proposes its next change) with this probability.
-constexpr uint64_t kChangeTickPpm = 200000;
-// Right after the scheduler proposed a change: another node proposes a
-// racing change on its own view (one of the two Conflicts when both rest on
-// the same version); with master election the master transfers its
-// mastership, or crashes.
-constexpr uint64_t kRaceChangePpm = 250000;
-constexpr uint64_t kRaceTransferPpm = 250000;
-constexpr uint64_t kRaceMasterCrashPpm = 100000;
-// Per chaos tick: a removed node that still runs loses its disk and comes
-// back as a new joiner (a new data dir, so a new incarnation: M5).
-constexpr uint64_t kRemovedLoseDiskPpm = 5000;
-// A scenario that has not finished after this many proposals is dropped.
-constexpr int kMaxScenarioAttempts = 40;
-// The scheduler keeps at least this many voters.
-constexpr size_t kMinVoters = 3;
 
 enum class EventType : uint8_t {
   kDeliver, kTimer, kChaos, kRestart, kHeal, kFlush,
@@ -216,39 +200,6 @@ struct Proposal {
   bool probe = false;      // a liveness probe of the quiet phase: must be chosen
 };
 
-// --membership: a ProposeMembership not finished yet.
-struct Change {
-  int node = 0;
-  paxos::MembershipChange change;
-  bool driver = false;     // the scheduler's scenario waits for it
-  bool cancelled = false;  // cancelled at its deadline
-};
-
-// --membership: one step of a scenario; `a` the node added or promoted,
-// `b` the node removed (indexes; -1: none; kRemoveMaster resolves `b` to the
-// lease holder when it proposes).
-struct ChangeStep {
-  // kTouch: the same members again (a racing change that only bumps the
-  // version).
-  enum Op { kAddFollower, kPromote, kRemove, kReplace, kRemoveMaster, kTouch } op = kAddFollower;
-  int a = -1;
-  int b = -1;
-};
-struct Scenario {
-  const char* kind = "";  // SimResult::scenarios' key
-  std::string name;  // empty: none running
-  std::vector<ChangeStep> steps;
-  size_t next = 0;
-  uint64_t token = 0;  // the driver change in flight (0: none)
-  int attempts = 0;
-};
-
-// A vote of a core step, persisted when its round executes.
-struct StepVote {
-  uint64_t instance = 0;
-  paxos::Ballot ballot;
-  std::string value;
-};
 
 // A ReadBarrier not reported yet.
 struct Read {
