@@ -251,18 +251,19 @@ void MembershipChecker::Apply(uint64_t instance, const std::string& envelope) {
   applied_++;
 }
 
-void MembershipChecker::CheckNode(uint64_t id, bool joined, uint64_t chosen_end,
+void MembershipChecker::CheckNode(uint64_t id, bool partial, uint64_t chosen_end,
                                   const paxos::Membership& m) {
   std::vector<const paxos::Config*> expected;
   for (const auto& c : configs_) {
     if (c.version == 0 || c.changed_at < chosen_end) expected.push_back(&c);
   }
-  // A node with a genesis data dir holds the whole history; one that joined
-  // holds its newest part (from the first change it learned, or whatever
-  // history a peer told it), and knows a configuration once a change is
-  // chosen below its chosen_end.
+  // A node with a genesis data dir and an untrimmed log holds the whole
+  // history; one that joined holds its newest part (from the first change
+  // it learned, or what a checkpoint or a peer gave it), a trimmed one the
+  // part from its log's start, and either knows a configuration once a
+  // change is chosen below its chosen_end.
   const auto& have = m.configs();
-  bool same = joined ? have.size() <= expected.size() && (!have.empty() || expected.size() == 1)
+  bool same = partial ? have.size() <= expected.size() && (!have.empty() || expected.size() == 1)
                      : have.size() == expected.size();
   const size_t skip = expected.size() - std::min(expected.size(), have.size());
   for (size_t k = 0; same && k < have.size(); ++k) {

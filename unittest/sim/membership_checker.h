@@ -69,9 +69,10 @@ class MembershipChecker {
   // instance below it was learned before (they are learned in order).
   void Chosen(const paxos::ChosenValue& v);
 
-  // (c): node `id` (its data dir `joined`) has chosen [0, chosen_end) and
-  // holds `m`.
-  void CheckNode(uint64_t id, bool joined, uint64_t chosen_end, const paxos::Membership& m);
+  // (c): node `id` has chosen [0, chosen_end) and holds `m`. `partial`: it
+  // may hold only the newest part of the history (its data dir joined, or
+  // its log was trimmed or installed from a checkpoint).
+  void CheckNode(uint64_t id, bool partial, uint64_t chosen_end, const paxos::Membership& m);
   // A change proposed with `change` ended at a node with `status` (instance:
   // valid when ok) while the node's chosen_end is `chosen_end`.
   void CheckFinished(const paxos::MembershipChange& change, const Status& status,

@@ -102,10 +102,6 @@ int main(int argc, char** argv) {
   o.clocks = FLAGS_clocks;
   o.drift_ppm = FLAGS_drift_ppm;
   o.checkpoints = FLAGS_checkpoints;
-  if (FLAGS_membership && FLAGS_checkpoints) {
-    std::fprintf(stderr, "--membership does not run with --checkpoints yet\n");
-    return 2;
-  }
   if (FLAGS_spares < 0 || FLAGS_spares > 9) {
     std::fprintf(stderr, "--spares must be in [0, 9]\n");
     return 2;

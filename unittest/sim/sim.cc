@@ -30,11 +30,17 @@ SimResult Sim::Run() {
   }
   // Converged: one chosen_end, so one chained checksum (a checkpoint
   // installed with a wrong one shows here even if no catch-up batch met it).
-  for (int i = 1; o_.checkpoints && i < o_.nodes && !r_.violation; ++i) {
-    if (nodes_[i]->core->chain_checksum() != nodes_[0]->core->chain_checksum()) {
+  // (--membership: among the nodes that run and are at the same chosen_end.)
+  int first = -1;
+  for (int i = 0; o_.checkpoints && i < n_ && !r_.violation; ++i) {
+    if (!nodes_[i]->core) continue;
+    if (first < 0) {
+      first = i;
+    } else if (nodes_[i]->core->chosen_end() == nodes_[first]->core->chosen_end() &&
+               nodes_[i]->core->chain_checksum() != nodes_[first]->core->chain_checksum()) {
       Violation("node " + std::to_string(nodes_[i]->id) + "'s chained checksum differs from node " +
-                std::to_string(nodes_[0]->id) + "'s at chosen_end " +
-                std::to_string(nodes_[0]->core->chosen_end()));
+                std::to_string(nodes_[first]->id) + "'s at chosen_end " +
+                std::to_string(nodes_[first]->core->chosen_end()));
     }
   }
   r_.chosen = checker_.chosen();
@@ -173,7 +179,8 @@ void Sim::StartNode(int i) {
   if (!checker_.Recovered(i, n.core.get())) return;
   if (o_.membership) {
     if (o_.check_node_membership) {
-      member_checker_.CheckNode(n.id, n.joined, n.core->chosen_end(), n.core->membership());
+      member_checker_.CheckNode(n.id, n.joined || o_.checkpoints, n.core->chosen_end(),
+                                n.core->membership());
     }
     n.reported = n.core->membership();
   }

@@ -167,6 +167,8 @@ struct Checkpoint {
   uint64_t instance = 0;  // reflects [0, instance); 0: none
   uint64_t hash = 0;      // the state machine's hash at `instance`
   uint32_t chain = 0;     // Core::chain_checksum() at `instance`
+  // --membership: Core::MembershipAt(instance), which the checkpoint carries.
+  paxos::Membership membership;
 };
 
 struct Event {

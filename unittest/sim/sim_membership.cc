@@ -94,7 +94,7 @@ void Sim::CheckMembership(int i, const Outputs& round) {
   Node& n = *nodes_[i];
   if (!n.core || r_.violation) return;
   const paxos::Membership& m = n.core->membership();
-  if (o_.check_node_membership) member_checker_.CheckNode(n.id, n.joined, n.core->chosen_end(), m);
+  if (o_.check_node_membership) member_checker_.CheckNode(n.id, n.joined || o_.checkpoints, n.core->chosen_end(), m);
   auto same = [](const paxos::Membership& a, const paxos::Membership& b) {
     if (a.configs().size() != b.configs().size()) return false;
     for (size_t k = 0; k < a.configs().size(); ++k) {
@@ -140,6 +140,9 @@ bool Sim::ChangeFinished(int i, const paxos::ProposalResult& f) {
     }
   } else if (c.cancelled && f.status.IsStopped()) {
     r_.timeouts++;  // the client's deadline: outcome unknown
+  } else if (o_.checkpoints && f.status.IsStopped() &&
+             f.status.ToString().find("outcome unknown") != std::string::npos) {
+    r_.outcome_unknown++;  // a checkpoint install skipped its instance
   } else if (f.status.IsInvalidArgument() && n.core->role() != paxos::MemberRole::kVoter) {
     r_.changes_refused++;  // its node is no longer a voting member
   } else {
@@ -153,6 +156,8 @@ void Sim::LoseDisk(int i) {
   Node& n = *nodes_[i];
   if (n.core) Crash(i);
   n.log = MemLogStorage();
+  n.store = Checkpoint();  // its checkpoints were on that disk too
+  n.trim_allowed = 0;
   n.dir_incarnation = rng_.Next() | 1;
   n.joined = true;
   n.join_peers.clear();
