@@ -434,8 +434,9 @@ class Sim {
   int PickVoter(bool capable_only);
   int LeaseHolder();
   int IndexOf(uint64_t id) const;
-  // The smallest chosen_end of the running nodes other than `except`: the
-  // instances from there on may still need the votes of a configuration.
+  // The smallest chosen prefix the nodes other than `except` keep durably
+  // (what they know after a crash): the instances from there on may still
+  // need the votes of the configurations governing them.
   uint64_t Frontier(int except) const;
   paxos::Member MemberFor(int j, bool voter) const;
   // Node i (a member or a removed node) loses its disk: it comes back as a

@@ -3,6 +3,8 @@
 // whose disk was lost), racing changes, transfers and master crashes.
 #include <algorithm>
 
+#include "paxos.pb.h"
+
 #include "unittest/sim/sim_impl.h"
 
 namespace chorus {
@@ -361,9 +363,24 @@ int Sim::LeaseHolder() {
 }
 
 uint64_t Sim::Frontier(int except) const {
+  // What each other node would still know chosen after a crash now: the
+  // chosen prefix of its log's durable part (chosen records are written
+  // unsynced, so a restart may know less than the running core).
   uint64_t end = member_checker_.next();
   for (int j = 0; j < n_; ++j) {
-    if (j != except && nodes_[j]->core) end = std::min(end, nodes_[j]->core->chosen_end());
+    const Node& n = *nodes_[j];
+    if (j == except || n.dead || n.idle) continue;
+    MemLogStorage durable = n.log;
+    durable.Crash();
+    uint64_t k = 0;
+    std::string bytes;
+    paxos::LogStartPb start;
+    if (durable.GetVariable(paxos::kLogStartVariable, &bytes).ok() && start.ParseFromString(bytes)) {
+      k = start.instance();
+    }
+    paxos::InstanceRecord r;
+    while (durable.Get(k, &bytes).ok() && r.ParseFromString(bytes) && r.chosen()) ++k;
+    end = std::min(end, std::max(k, n.store.instance));
   }
   return end;
 }
