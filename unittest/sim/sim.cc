@@ -85,6 +85,12 @@ std::string Sim::Progress() const {
               ? std::string(n->dead ? " dead" : n->idle ? " idle" : "") +
                     (n->core ? std::string(" role=") + paxos::MemberRoleName(n->core->role()) +
                                    " v" + std::to_string(n->core->membership().Latest().version) +
+                                   (n->core->membership().known()
+                                        ? " (from v" +
+                                              std::to_string(
+                                                  n->core->membership().configs()[0].version) +
+                                              ")"
+                                        : std::string(" (none)")) +
                                    " changes=" + std::to_string(n->changes.size())
                              : std::string())
               : std::string()) +
