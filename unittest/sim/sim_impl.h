@@ -443,10 +443,11 @@ class Sim {
   // new joiner with a new data dir.
   void LoseDisk(int i);
   void KillForGood(int i);
-  // The quiet phase with --membership: every node that runs has nothing
-  // pending; the members of the newest configuration agree on chosen_end
-  // and the other nodes know they are not members; then the liveness
-  // probes (a value proposed at every voter) must be chosen.
+  // The quiet phase with --membership: the members of the newest
+  // configuration have nothing pending and agree on chosen_end; then the
+  // liveness probes (a value proposed at every voter) must be chosen, and
+  // every node that runs must end with nothing pending, the non-members
+  // knowing they are not members.
   bool MembershipConverged();
   // TransferMaster's target: another voter of node i's newest configuration.
   uint64_t TransferTarget(int i);

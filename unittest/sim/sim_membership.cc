@@ -231,11 +231,14 @@ bool Sim::MembershipConverged() {
   bool first = true;
   for (const auto& n : nodes_) {
     if (n->idle || n->dead) continue;
-    if (!n->core || !n->pending.empty() || !n->changes.empty() || !n->reads.empty() ||
-        !n->round.empty()) {
+    // A node that is no longer a member may hold a proposal at an instance
+    // only a member's later proposal decides: the probes come first.
+    const bool member = FindMember(latest, n->id) != nullptr;
+    if (!n->core || !n->round.empty() || !n->reads.empty() ||
+        ((member || probes_sent_) && (!n->pending.empty() || !n->changes.empty()))) {
       return false;
     }
-    if (FindMember(latest, n->id) != nullptr) {
+    if (member) {
       if (first) end = n->core->chosen_end();
       first = false;
       if (n->core->chosen_end() != end) return false;
