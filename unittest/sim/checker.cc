@@ -47,6 +47,20 @@ void SafetyChecker::Installed(int i, uint64_t instance) {
   if (n.history.size() < instance) n.history.resize(instance);
 }
 
+void SafetyChecker::Failed(const std::string& data) {
+  failed_.insert(data);
+  auto it = chosen_at_.find(data);
+  if (it != chosen_at_.end()) {
+    report_("proposal " + data + " was reported failed but is chosen at instance " +
+            std::to_string(it->second));
+  }
+}
+
+void SafetyChecker::DiskLost(int i) {
+  nodes_[i].applied = 0;
+  nodes_[i].acknowledged = paxos::Ballot();
+}
+
 bool SafetyChecker::Learned(int i, const paxos::ChosenValue& v) {
   NodeView& n = nodes_[i];
   const std::string key = Key(v);
@@ -84,6 +98,10 @@ bool SafetyChecker::Learned(int i, const paxos::ChosenValue& v) {
       report_("instance " + std::to_string(v.instance) + " chose a value nobody proposed: " +
               v.value);
       return true;
+    }
+    if (failed_.count(v.value) != 0) {
+      report_("proposal " + v.value + " was reported failed but is chosen at instance " +
+              std::to_string(v.instance));
     }
     if (!chosen_at_.emplace(v.value, v.instance).second) {
       report_("value " + v.value + " chosen twice: at instance " +

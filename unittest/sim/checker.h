@@ -51,12 +51,18 @@ class SafetyChecker {
 
   // `data` was proposed (data are unique per run).
   void Proposed(const std::string& data) { proposed_.insert(data); }
+  // The proposal of `data` ended with a definite failure (not chosen, and
+  // never to be): it must not be chosen, now or later.
+  void Failed(const std::string& data);
   // Node i started on a recovered core: its chosen prefix must be what it
   // learned before. Returns false after reporting a violation.
   bool Recovered(int i, paxos::Core* core);
   // Node i installed a checkpoint of [0, instance): it emits `instance` next
   // (what it never emitted below it stays unknown to this checker).
   void Installed(int i, uint64_t instance);
+  // Node i lost its disk: a new data dir, a new acceptor (its word and its
+  // emission order start over; what it learns must still agree).
+  void DiskLost(int i);
   // Node i emitted chosen value `v`. Returns true when the node learned it
   // for the first time (false when it learned it again after a restart, or
   // on a violation).
@@ -85,6 +91,7 @@ class SafetyChecker {
   const Report report_;
   std::vector<NodeView> nodes_;
   std::set<std::string> proposed_;
+  std::set<std::string> failed_;
   std::map<std::string, uint64_t> chosen_at_;  // data -> instance
   std::map<uint64_t, std::string> global_;     // instance -> key
 };

@@ -39,6 +39,9 @@ constexpr MutationEntry kMutations[] = {
     {paxos::TestMutation::kTransferKeepsLease, "transfer_keeps_lease"},
     {paxos::TestMutation::kTrimIgnoresCheckpoint, "trim_ignores_checkpoint"},
     {paxos::TestMutation::kTrimIgnoresMargin, "trim_ignores_margin"},
+    {paxos::TestMutation::kActivateAtOnce, "activate_at_once"},
+    {paxos::TestMutation::kFollowerVotes, "follower_votes"},
+    {paxos::TestMutation::kQuorumOfCurrentOnly, "quorum_of_current_only"},
 };
 
 }  // namespace

@@ -5,7 +5,10 @@ namespace sim {
 namespace internal {
 
 SimResult Sim::Run() {
-  for (int i = 0; i < o_.nodes && !r_.violation; ++i) StartNode(i);
+  if (o_.membership) InitMembership();
+  for (int i = 0; i < n_ && !r_.violation; ++i) {
+    if (!nodes_[i]->idle) StartNode(i);
+  }
   Push(Event{kChaosTickMs, 0, EventType::kChaos, 0, 0, {}, {}});
   // Fault phase.
   while (!r_.violation && r_.steps < o_.steps && !queue_.empty()) Step();
@@ -14,8 +17,8 @@ SimResult Sim::Run() {
   const uint64_t deadline = now_ + kQuietLimitMs;
   for (auto& n : nodes_) n->partition = 0;
   cut_.clear();
-  for (int i = 0; i < o_.nodes && !r_.violation; ++i) {
-    if (!nodes_[i]->core) StartNode(i);
+  for (int i = 0; i < n_ && !r_.violation; ++i) {
+    if (!nodes_[i]->core && !nodes_[i]->idle && !nodes_[i]->dead) StartNode(i);
   }
   while (!r_.violation && !Converged()) {
     if (queue_.empty() || queue_.top().time > deadline) {
@@ -27,14 +30,23 @@ SimResult Sim::Run() {
   }
   // Converged: one chosen_end, so one chained checksum (a checkpoint
   // installed with a wrong one shows here even if no catch-up batch met it).
-  for (int i = 1; o_.checkpoints && i < o_.nodes && !r_.violation; ++i) {
-    if (nodes_[i]->core->chain_checksum() != nodes_[0]->core->chain_checksum()) {
+  // (--membership: among the nodes that run and are at the same chosen_end.)
+  int first = -1;
+  for (int i = 0; o_.checkpoints && i < n_ && !r_.violation; ++i) {
+    if (!nodes_[i]->core) continue;
+    if (first < 0) {
+      first = i;
+    } else if (nodes_[i]->core->chosen_end() == nodes_[first]->core->chosen_end() &&
+               nodes_[i]->core->chain_checksum() != nodes_[first]->core->chain_checksum()) {
       Violation("node " + std::to_string(nodes_[i]->id) + "'s chained checksum differs from node " +
-                std::to_string(nodes_[0]->id) + "'s at chosen_end " +
-                std::to_string(nodes_[0]->core->chosen_end()));
+                std::to_string(nodes_[first]->id) + "'s at chosen_end " +
+                std::to_string(nodes_[first]->core->chosen_end()));
     }
   }
   r_.chosen = checker_.chosen();
+  r_.changes_applied = member_checker_.applied();
+  r_.changes_conflict = member_checker_.conflicts();
+  r_.votes_checked = member_checker_.verified();
   for (const auto& n : nodes_) Tally(*n);
   return r_;
 }
@@ -69,12 +81,30 @@ std::string Sim::Progress() const {
                     (n->core->master().self_ready ? " ready" : "") +
                     (n->core->HoldsLease() ? " (holds the lease)" : "")
               : std::string()) +
+         (o_.membership
+              ? std::string(n->dead ? " dead" : n->idle ? " idle" : "") +
+                    (n->core ? std::string(" role=") + paxos::MemberRoleName(n->core->role()) +
+                                   " v" + std::to_string(n->core->membership().Latest().version) +
+                                   (n->core->membership().known()
+                                        ? " (from v" +
+                                              std::to_string(
+                                                  n->core->membership().configs()[0].version) +
+                                              ")"
+                                        : std::string(" (none)")) +
+                                   " changes=" + std::to_string(n->changes.size())
+                             : std::string())
+              : std::string()) +
          "; ";
+  }
+  if (o_.membership) {
+    s += "the log's configs:";
+    for (const auto& c : member_checker_.configs()) s += " [" + MembershipChecker::Describe(c) + "]";
   }
   return s;
 }
 
 bool Sim::Converged() {
+  if (o_.membership) return MembershipConverged();
   uint64_t end = 0;
   for (const auto& n : nodes_) {
     if (!n->core || !n->pending.empty() || !n->reads.empty() || !n->round.empty()) return false;
@@ -85,7 +115,7 @@ bool Sim::Converged() {
 }
 
 size_t Sim::DrawBudget() {
-  const size_t min_budget = kValueBytes + paxos::kEnvelopeOverhead;
+  const size_t min_budget = ValueBytes() + paxos::kEnvelopeOverhead;
   switch (rng_.Uniform(3)) {
     case 0: return min_budget;
     case 1: return min_budget + rng_.Uniform(400);
@@ -114,7 +144,7 @@ CoreOptions Sim::OptionsFor(int i) {
   const NodeConfig& config = nodes_[i]->config;
   c.max_inflight = config.max_inflight;
   c.window = config.window;
-  c.max_value_bytes = kValueBytes;
+  c.max_value_bytes = ValueBytes();
   c.promise_budget_bytes = config.budget;
   c.prepare_timeout_ms = 100;
   c.accept_timeout_ms = 100;
@@ -135,6 +165,7 @@ CoreOptions Sim::OptionsFor(int i) {
     c.forward_to_master = true;
   }
   if (o_.checkpoints) c.log_keep_instances = nodes_[i]->keep;
+  if (o_.membership) MembershipOptions(i, &c);
   return c;
 }
 
@@ -152,6 +183,13 @@ void Sim::StartNode(int i) {
   // The recovered chosen prefix must be what this node learned before (it
   // may be shorter: see checker.h).
   if (!checker_.Recovered(i, n.core.get())) return;
+  if (o_.membership) {
+    if (o_.check_node_membership) {
+      member_checker_.CheckNode(n.id, n.joined || o_.checkpoints, n.core->chosen_end(),
+                                n.core->membership());
+    }
+    n.reported = n.core->membership();
+  }
   if (o_.checkpoints && !RestoreStateMachine(i)) return;
   const uint64_t end = n.core->chosen_end();
   n.round_promised = n.core->promised();
@@ -172,6 +210,7 @@ void Sim::Tally(const Node& n) {
   r_.forwards += n.core->stats().forwards_sent;
   r_.trims += n.core->stats().trims;
   r_.checkpoint_replies += n.core->stats().checkpoint_replies;
+  r_.not_member_sent += n.core->stats().not_member_sent;
 }
 
 void Sim::Crash(int i, bool quick, uint64_t down_ms) {
@@ -186,6 +225,13 @@ void Sim::Crash(int i, bool quick, uint64_t down_ms) {
   n.pending.clear();
   for (uint64_t t : n.reads) reads_.erase(t);
   n.reads.clear();
+  for (uint64_t t : n.changes) {
+    changes_.erase(t);
+    if (scenario_.token == t) scenario_.token = 0;
+  }
+  n.changes.clear();
+  n.votes.clear();  // never persisted
+  n.step_reported = false;
   r_.crashes++;
   r_.faults++;
   Log("crash node " + std::to_string(n.id));
@@ -197,7 +243,11 @@ void Sim::Crash(int i, bool quick, uint64_t down_ms) {
 }
 
 void Sim::Learned(int i, const ChosenValue& v) {
+  const uint64_t known = checker_.chosen();
   if (checker_.Learned(i, v)) hash_ = Mix(hash_, HashBytes(SafetyChecker::Key(v)));
+  // The first node to learn an instance: the membership checker verifies
+  // its quorum and follows the log's configurations.
+  if (o_.membership && checker_.chosen() > known) member_checker_.Chosen(v);
 }
 
 void Sim::Pause(int i, uint64_t ms) {
@@ -211,15 +261,15 @@ void Sim::Pause(int i, uint64_t ms) {
 void Sim::Chaos() {
   Push(Event{now_ + kChaosTickMs, 0, EventType::kChaos, 0, 0, {}, {}});
   if (quiet_) return;
-  if (rng_.OneIn(kProposePpm)) ProposeAt(static_cast<int>(rng_.Uniform(o_.nodes)));
+  if (rng_.OneIn(kProposePpm)) ProposeAt(static_cast<int>(rng_.Uniform(n_)));
   if (rng_.OneIn(kBurstPpm)) {
     // A burst fills one node's pipeline (and its queue) at once.
-    const int i = static_cast<int>(rng_.Uniform(o_.nodes));
+    const int i = static_cast<int>(rng_.Uniform(n_));
     const uint64_t k = 1 + rng_.Uniform(kPendingPerInflight * nodes_[i]->config.max_inflight);
     for (uint64_t j = 0; j < k && !r_.violation; ++j) ProposeAt(i);
   }
   if (rng_.OneIn(o_.master_election ? kMasterCrashPpm : kCrashPpm)) {
-    int i = static_cast<int>(rng_.Uniform(o_.nodes));
+    int i = static_cast<int>(rng_.Uniform(n_));
     if (nodes_[i]->core) Crash(i);
   }
   if (rng_.OneIn(kPartitionPpm)) {
@@ -230,12 +280,13 @@ void Sim::Chaos() {
   }
   if (o_.checkpoints && rng_.OneIn(kLongDownPpm)) LongDown();
   if (o_.master_election) {
-    if (rng_.OneIn(kReadPpm)) ReadAt(static_cast<int>(rng_.Uniform(o_.nodes)));
+    if (rng_.OneIn(kReadPpm)) ReadAt(static_cast<int>(rng_.Uniform(n_)));
     if (rng_.OneIn(kTransferPpm)) TransferAt();
   }
-  if (clocks_ && o_.nodes > 1 && rng_.OneIn(kCutPpm)) {
-    const int a = static_cast<int>(rng_.Uniform(o_.nodes));
-    const int b = (a + 1 + static_cast<int>(rng_.Uniform(o_.nodes - 1))) % o_.nodes;
+  if (o_.membership) MembershipTick();
+  if (clocks_ && n_ > 1 && rng_.OneIn(kCutPpm)) {
+    const int a = static_cast<int>(rng_.Uniform(n_));
+    const int b = (a + 1 + static_cast<int>(rng_.Uniform(n_ - 1))) % n_;
     cut_.insert({std::min(a, b), std::max(a, b)});
     r_.faults++;
     Log("cut " + std::to_string(nodes_[a]->id) + " <-> " + std::to_string(nodes_[b]->id));
@@ -243,7 +294,7 @@ void Sim::Chaos() {
                static_cast<uint64_t>(std::max(a, b))});
   }
   if (clocks_ && rng_.OneIn(kPausePpm)) {
-    const int i = static_cast<int>(rng_.Uniform(o_.nodes));
+    const int i = static_cast<int>(rng_.Uniform(n_));
     if (nodes_[i]->core && !Paused(i)) Pause(i, kPauseMinMs + rng_.Uniform(kPauseSpanMs + 1));
   }
 }

@@ -78,6 +78,7 @@
 #define CHORUS_UNITTEST_SIM_SIM_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,29 @@ struct SimOptions {
   // State machines that checkpoint, log trimming, restarts from
   // checkpoints, checkpoint transfers and long-down nodes (above).
   bool checkpoints = false;
+  // Membership changes (sim_membership.cc): `spares` more nodes start as
+  // joiners (CoreOptions::joined, empty genesis, join_peers = the genesis
+  // ids, their own data dir incarnations), and a scheduler drives
+  // Core::ProposeMembership on random nodes: add (a follower, then its
+  // promotion), remove, replace (a follower added, then ONE change that
+  // promotes it and removes the old voter), remove the master, replace a
+  // node crashed for good by an empty one, racing changes (one of them
+  // Conflicts), racing master transfers and master crashes; a removed node
+  // may lose its disk and come back as a new joiner. Every proposal gets the
+  // runtime's deadline. Checked (membership_checker.h) from the votes and the
+  // chosen log alone: no instance has two values accepted by a majority of
+  // its configuration; every value learned at j was accepted at one ballot
+  // by a majority of the eligible voters of the configuration governing j;
+  // every node's Membership is the checker's for its chosen prefix.
+  bool membership = false;
+  int spares = 2;  // joiner nodes beyond `nodes` (membership)
+  // CoreOptions::activation_distance of every node (membership). 0: drawn
+  // per seed in [max(8, largest max_inflight), that + 24].
+  uint64_t activation_distance = 0;
+  // Check (c): every node's Membership, and every change reported in force,
+  // against the checker's. Off only to show that the quorum checks alone
+  // catch a mutation (sim_test).
+  bool check_node_membership = true;
   bool verbose = false;  // print every event to stdout
 };
 
@@ -172,6 +196,19 @@ struct SimResult {
   uint64_t installs = 0;           // InstallCheckpoint calls that moved chosen_end
   uint64_t long_downs = 0;         // long-down faults
   uint64_t outcome_unknown = 0;    // proposals an install ended "outcome unknown"
+  // --membership:
+  uint64_t changes_proposed = 0;   // ProposeMembership calls that queued a change
+  uint64_t changes_applied = 0;    // changes the checker applied (chosen, base version current)
+  uint64_t changes_conflict = 0;   // changes chosen stale (the checker's count)
+  uint64_t changes_ok = 0;         // changes that finished OK at their node (in force)
+  uint64_t proposals_refused = 0;  // Propose refused at once: not a voting member
+  uint64_t changes_refused = 0;    // ProposeMembership refused at once (not a member, invalid)
+  uint64_t scenarios_done = 0;     // scheduler scenarios completed
+  std::map<std::string, uint64_t> scenarios;  // ... by kind (e.g. "replace_crashed")
+  uint64_t disks_lost = 0;         // removed nodes that came back with a new data dir
+  uint64_t not_member_sent = 0;    // NOT_MEMBER replies (CoreStats, all incarnations)
+  uint64_t non_member_drops = 0;   // messages a core refused: not from a member there
+  uint64_t votes_checked = 0;      // chosen instances whose quorum the checker verified
   // Virtual ms from Propose to the client's result, per proposal reported
   // chosen (in completion order).
   std::vector<uint64_t> commit_latency_ms;

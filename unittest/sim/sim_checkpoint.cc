@@ -34,7 +34,8 @@ bool Sim::InstallStoredCheckpoint(int i) {
   // core's install (or a lost unsynced tail of chosen records): the store
   // is ahead of the log, so the core jumps to it.
   Outputs out;
-  Status s = n.core->InstallCheckpoint(n.store.instance, n.store.chain, &out);
+  Status s = n.core->InstallCheckpoint(n.store.instance, n.store.chain,
+                                       o_.membership ? &n.store.membership : nullptr, &out);
   if (!s.ok()) {
     Violation("node " + std::to_string(n.id) + " could not install its stored checkpoint at " +
               std::to_string(n.store.instance) + ": " + s.ToString());
@@ -105,7 +106,8 @@ void Sim::AfterRound(int i, const Outputs& round) {
       n.sm.count == n.core->chosen_end()) {
     Event e{now_ + 1 + rng_.Uniform(kDurableDelayMs), 0, EventType::kDurable, i, n.incarnation,
             {}, {}};
-    e.checkpoint = Checkpoint{n.sm.count, n.sm.hash, n.core->chain_checksum()};
+    e.checkpoint = Checkpoint{n.sm.count, n.sm.hash, n.core->chain_checksum(), {}};
+    if (o_.membership) e.checkpoint.membership = n.core->MembershipAt(n.sm.count);
     n.snapshot_pending = true;
     n.last_snapshot = n.sm.count;
     Push(std::move(e));
@@ -114,8 +116,8 @@ void Sim::AfterRound(int i, const Outputs& round) {
   // The first need of the round; the peer serves its newest durable one.
   const paxos::CheckpointNeeded& need = round.checkpoint_needed[0];
   int j = 0;
-  while (j < o_.nodes && nodes_[j]->id != need.peer) ++j;
-  if (j == o_.nodes) {
+  while (j < n_ && nodes_[j]->id != need.peer) ++j;
+  if (j == n_) {
     Violation("node " + std::to_string(n.id) + " needs a checkpoint of unknown node " +
               std::to_string(need.peer));
     return;
@@ -214,7 +216,8 @@ void Sim::TransferEnds(const Event& e) {
   checker_.Installed(i, ck.instance);
   Log("node " + std::to_string(n.id) + " installs checkpoint " + std::to_string(ck.instance));
   Outputs out;
-  Status s = In(i)->InstallCheckpoint(ck.instance, ck.chain, &out);
+  Status s = In(i)->InstallCheckpoint(ck.instance, ck.chain,
+                                      o_.membership ? &ck.membership : nullptr, &out);
   if (!s.ok()) Violation("node " + std::to_string(n.id) + " install failed: " + s.ToString());
   r_.installs++;
   n.trim_allowed = std::max(n.trim_allowed, ck.instance);
@@ -242,7 +245,7 @@ void Sim::CheckUseCheckpoint(int i, const paxos::PaxosMsg& m) {
 
 void Sim::LongDown() {
   if (long_down_ >= 0 && !nodes_[long_down_]->core) return;  // one at a time
-  const int i = static_cast<int>(rng_.Uniform(o_.nodes));
+  const int i = static_cast<int>(rng_.Uniform(n_));
   if (!nodes_[i]->core) return;
   long_down_ = i;
   r_.long_downs++;

@@ -39,8 +39,14 @@ void Sim::Step() {
       break;
     case EventType::kDeadline: {
       Node& n = *nodes_[e.node];
-      if (!n.core || n.incarnation != e.incarnation || n.pending.count(e.from) == 0) break;
-      proposals_[e.from].cancelled = true;
+      if (!n.core || n.incarnation != e.incarnation) break;
+      if (n.changes.count(e.from) != 0) {
+        changes_[e.from].cancelled = true;
+      } else if (n.pending.count(e.from) != 0) {
+        proposals_[e.from].cancelled = true;
+      } else {
+        break;
+      }
       Log("deadline: cancel token " + std::to_string(e.from) + " at node " +
           std::to_string(n.id));
       Outputs out;
@@ -49,7 +55,7 @@ void Sim::Step() {
       break;
     }
     case EventType::kRestart:
-      if (!nodes_[e.node]->core) StartNode(e.node);
+      if (!nodes_[e.node]->core && !nodes_[e.node]->dead) StartNode(e.node);
       break;
     case EventType::kFlush: {
       Node& n = *nodes_[e.node];
@@ -91,7 +97,11 @@ void Sim::Step() {
       }
       Outputs out;
       Status s = In(e.node)->OnMessage(e.bytes, &out, e.from);
-      if (!s.ok()) Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
+      if (!s.ok() && o_.membership && s.IsInvalidArgument()) {
+        r_.non_member_drops++;  // from a node that is not a member here (M4)
+      } else if (!s.ok()) {
+        Violation("node " + std::to_string(n.id) + " rejected a message: " + s.ToString());
+      }
       EndStep(e.node, &out);  // crash points: ExecuteRound
       if (o_.master_election && !quiet_ && n.core && !Paused(e.node) && n.core->HoldsLease()) {
         paxos::PaxosMsg m;
@@ -126,9 +136,19 @@ void Sim::ProposeAt(int i) {
   Log("propose " + p.data + " at node " + std::to_string(n.id));
   Outputs out;
   Status s = In(i)->Propose(token, p.data, &out);
+  if (!s.ok() && o_.membership && s.IsInvalidArgument() &&
+      n.core->role() != paxos::MemberRole::kVoter) {
+    // Not a voting member (a follower, removed, joining) and no master to
+    // forward to: refused, nothing queued.
+    r_.proposals_refused++;
+    n.pending.erase(token);
+    proposals_.erase(token);
+    EndStep(i, &out);
+    return;
+  }
   if (!s.ok()) Violation("Propose failed: " + s.ToString());
   EndStep(i, &out);
-  if (o_.master_election) {
+  if (o_.master_election || o_.membership) {
     Push(Event{now_ + kProposeDeadlineMs, 0, EventType::kDeadline, i, n.incarnation, {}, {},
                token});
   }
@@ -150,11 +170,13 @@ void Sim::ReadAt(int i) {
 }
 
 void Sim::TransferAt() {
-  for (int i = 0; i < o_.nodes; ++i) {
+  for (int i = 0; i < n_; ++i) {
     Node& n = *nodes_[i];
     if (!n.core || Paused(i) || !In(i)->HoldsLease()) continue;
     uint64_t target = 0;
-    if (!rng_.OneIn(kStepDownPpm)) {
+    if (o_.membership) {
+      if (!rng_.OneIn(kStepDownPpm)) target = TransferTarget(i);
+    } else if (!rng_.OneIn(kStepDownPpm)) {
       target = members_[(i + 1 + rng_.Uniform(o_.nodes - 1)) % o_.nodes];
       // Half the time to the slowest clock: it rarely wins an election
       // (its election timeout lasts longest in real time), and a slow
@@ -184,7 +206,7 @@ void Sim::TransferAt() {
 
 void Sim::CheckLeases() {
   std::vector<int> holders;
-  for (int i = 0; i < o_.nodes; ++i) {
+  for (int i = 0; i < n_; ++i) {
     Node& n = *nodes_[i];
     if (!n.core || !In(i)->HoldsLease()) continue;
     holders.push_back(i);
@@ -204,7 +226,7 @@ void Sim::CheckLeases() {
 }
 
 bool Sim::SomeoneHoldsLease() {
-  for (int i = 0; i < o_.nodes; ++i) {
+  for (int i = 0; i < n_; ++i) {
     if (nodes_[i]->core && In(i)->HoldsLease()) return true;
   }
   return false;

@@ -9,6 +9,9 @@
 //   sim_checkpoint.cc  --checkpoints: the hash-chain state machine, delayed
 //                      durable checkpoints, restarts from a checkpoint,
 //                      simulated transfers, and their checks
+//   sim_membership.cc  --membership: joiners, lost disks, the address book,
+//                      votes for the checker, convergence, liveness probes
+//   sim_scheduler.cc   --membership: the change scheduler and its scenarios
 // Single-threaded; deterministic from SimOptions::seed.
 #ifndef CHORUS_UNITTEST_SIM_SIM_IMPL_H_
 #define CHORUS_UNITTEST_SIM_SIM_IMPL_H_
@@ -28,6 +31,8 @@
 #include "paxos/round.h"
 #include "unittest/sim/checker.h"
 #include "unittest/sim/clock.h"
+#include "unittest/sim/membership_checker.h"
+#include "unittest/sim/sim_membership.h"
 #include "unittest/sim/sim.h"
 #include "unittest/support/mem_log_storage.h"
 
@@ -58,6 +63,9 @@ constexpr uint64_t kQuietLimitMs = 120000; // liveness bound after faults stop
 // (and queue) whatever its depth.
 constexpr size_t kPendingPerInflight = 2;
 constexpr size_t kValueBytes = 64;  // CoreOptions::max_value_bytes here
+// ... with --membership: a change names every member (id, role, address,
+// incarnation), so its system value is larger than an application value.
+constexpr size_t kMembershipValueBytes = 256;
 // A crash point: right after a node raised its promise (a PROMISE, or an
 // ACCEPTED for a higher ballot than it had promised), crash it with this
 // probability (and restart it quickly). Promises are the state whose loss
@@ -140,6 +148,7 @@ constexpr uint64_t kCrashAfterStorePpm = 100000;
 constexpr uint64_t kLongDownPpm = 10000;
 constexpr uint64_t kLongDownMs = 3000;
 
+
 enum class EventType : uint8_t {
   kDeliver, kTimer, kChaos, kRestart, kHeal, kFlush,
   kDeadline,  // a proposal's deadline (token in `from`)
@@ -158,6 +167,8 @@ struct Checkpoint {
   uint64_t instance = 0;  // reflects [0, instance); 0: none
   uint64_t hash = 0;      // the state machine's hash at `instance`
   uint32_t chain = 0;     // Core::chain_checksum() at `instance`
+  // --membership: Core::MembershipAt(instance), which the checkpoint carries.
+  paxos::Membership membership;
 };
 
 struct Event {
@@ -188,7 +199,9 @@ struct Proposal {
   bool abandoned = false;  // its node crashed before it finished
   bool cancelled = false;  // cancelled at its deadline
   uint64_t begin = 0;      // virtual time of its Propose
+  bool probe = false;      // a liveness probe of the quiet phase: must be chosen
 };
+
 
 // A ReadBarrier not reported yet.
 struct Read {
@@ -234,6 +247,16 @@ struct Node {
   // The highest log start its checkpoints and installs so far allow (the
   // sim's own computation of the trim rule, across restarts).
   uint64_t trim_allowed = 0;
+  // --membership (sim_membership.cc).
+  uint64_t dir_incarnation = 0;  // CoreOptions::incarnation: its data dir's
+  bool joined = false;           // its data dir was created to join
+  bool idle = false;             // not started (a spare), or waiting to
+  bool dead = false;             // crashed for good: never restarts
+  std::set<uint64_t> changes;    // tokens of its unfinished changes (this incarnation)
+  std::vector<StepVote> votes;   // votes of the steps of its unexecuted round
+  std::vector<uint64_t> join_peers;  // CoreOptions::join_peers of its data dir
+  paxos::Membership reported;    // the membership its rounds last reported
+  bool step_reported = false;    // a step of its unexecuted round set membership_changed
 };
 
 inline uint64_t Mix(uint64_t h, uint64_t v) {
@@ -252,12 +275,15 @@ class Sim {
       : o_(o),
         clocks_(o.clocks || o.master_election),
         rng_(o.seed * 0x2545F4914F6CDD1DULL + 1),
+        n_(o.nodes + (o.membership ? o.spares : 0)),
         members_(NodeIds(o.nodes)),
-        checker_(members_, [this](const std::string& what) { Violation(what); }),
-        master_checker_(members_, [this](const std::string& what) { Violation(what); }) {
-    for (int i = 0; i < o.nodes; ++i) {
+        checker_(NodeIds(n_), [this](const std::string& what) { Violation(what); }),
+        master_checker_(NodeIds(n_), [this](const std::string& what) { Violation(what); }),
+        member_checker_(Genesis(members_), o.membership ? DrawAlpha(o) : 0,
+                        [this](const std::string& what) { Violation(what); }) {
+    for (int i = 0; i < n_; ++i) {
       nodes_.emplace_back(new Node(o.mutation));
-      nodes_.back()->id = members_[i];
+      nodes_.back()->id = NodeIds(n_)[i];
     }
     window_ = o.window != 0 ? o.window
                             : (rng_.OneIn(500000) ? o.max_inflight : 4 * o.max_inflight);
@@ -283,6 +309,11 @@ class Sim {
     }
   }
 
+  // --membership: the genesis members as the checker and the options hold them.
+  static std::vector<paxos::Member> Genesis(const std::vector<uint64_t>& ids);
+  // --membership: the seed's activation distance (a pure function of `o`).
+  static uint64_t DrawAlpha(const SimOptions& o);
+
   static std::vector<uint64_t> NodeIds(int n) {
     std::vector<uint64_t> ids;
     for (int i = 0; i < n; ++i) ids.push_back(1000 + 7 * static_cast<uint64_t>(i));
@@ -292,6 +323,7 @@ class Sim {
   SimResult Run();
 
  private:
+  size_t ValueBytes() const { return o_.membership ? kMembershipValueBytes : kValueBytes; }
   // Node i's clock now.
   uint64_t LocalNow(int i) const { return clocks_ ? nodes_[i]->clock.Local(now_) : now_; }
   // The virtual time at which node i's clock has advanced `delay_ms` from now.
@@ -363,6 +395,69 @@ class Sim {
 
   void Learned(int i, const ChosenValue& v);
 
+  // ---- --membership (sim_membership.cc) ----
+  // Draws every node's data dir; the spares start idle.
+  void InitMembership();
+  // Node i's options: genesis or joiner, alpha, its data dir.
+  void MembershipOptions(int i, CoreOptions* c);
+  // Whether a broadcast of node i reaches node j: j is in i's address book
+  // (every member of every configuration i keeps, and the nodes it was
+  // started with), as the runtime's transport has it.
+  bool InBook(int i, int j) const;
+  // The votes of one step of node i (its persisted accepted records), kept
+  // until its round persists.
+  void StepVotes(int i, const Outputs& out);
+  // Node i's round persisted: its votes are cast.
+  void CastVotes(int i);
+  // Node i executed a round: its membership against the checker's, and the
+  // round's membership report.
+  void CheckMembership(int i, const Outputs& round);
+  // A change of node i ended (Outputs::finished). False: not a change.
+  bool ChangeFinished(int i, const paxos::ProposalResult& f);
+  // The scheduler's chaos tick.
+  void MembershipTick();
+  // Starts a scenario, or proposes the next change of the running one.
+  void Schedule();
+  bool StartScenario();
+  // Whether step `s` holds in the checker's newest configuration.
+  bool StepDone(const ChangeStep& s) const;
+  // Proposes step `s` on node i from its own newest configuration. Returns
+  // the token (0: nothing proposed).
+  uint64_t ProposeStep(int i, ChangeStep* s, bool driver);
+  uint64_t ProposeChange(int i, const paxos::MembershipChange& change, bool driver);
+  // Whether node j can vote under its entry in `c` (up or restarting, and
+  // its data dir is the entry's: M5).
+  bool Capable(const paxos::Config& c, int j) const;
+  // A node that is not a member of the checker's newest configuration and
+  // not dead (mostly an idle one: an empty data dir); -1: none.
+  int PickSpare();
+  int PickVoter(bool capable_only);
+  int LeaseHolder();
+  int IndexOf(uint64_t id) const;
+  // The smallest chosen prefix the nodes other than `except` keep durably
+  // (what they know after a crash): the instances from there on may still
+  // need the votes of the configurations governing them.
+  uint64_t Frontier(int except) const;
+  paxos::Member MemberFor(int j, bool voter) const;
+  // Node i (a member or a removed node) loses its disk: it comes back as a
+  // new joiner with a new data dir.
+  void LoseDisk(int i);
+  void KillForGood(int i);
+  // The quiet phase with --membership: the members of the newest
+  // configuration have nothing pending and agree on chosen_end; then the
+  // liveness probes (a value proposed at every voter) must be chosen, and
+  // every node that runs must end with nothing pending, the non-members
+  // knowing they are not members.
+  bool MembershipConverged();
+  // TransferMaster's target: another voter of node i's newest configuration.
+  uint64_t TransferTarget(int i);
+  // Node i sends `bytes`: once its removal is in force (no configuration
+  // governing its chosen_end or later names it) it proposes nothing more:
+  // no PREPARE, no ACCEPT.
+  void CheckStoppedProposing(int i, const std::string& bytes);
+  // A liveness probe: a value proposed at node i that must be chosen.
+  void Probe(int i);
+
   // Group commit, as node/group.cc runs it: the outputs of node i's next
   // 1..max_round_steps core steps (drawn per round) accumulate in its round;
   // the round executes once it holds that many, or at a flush event soon
@@ -404,6 +499,7 @@ class Sim {
   const SimOptions o_;
   const bool clocks_;
   Rng rng_;
+  const int n_;  // nodes: o_.nodes genesis members, then the spares
   size_t window_ = 0;
   size_t budget_ = 0;
   SimResult r_;
@@ -418,6 +514,11 @@ class Sim {
   std::map<uint64_t, Proposal> proposals_;
   SafetyChecker checker_;
   MasterChecker master_checker_;
+  MembershipChecker member_checker_;
+  // --membership.
+  std::map<uint64_t, Change> changes_;  // token -> unfinished change
+  Scenario scenario_;
+  bool probes_sent_ = false;
   std::map<uint64_t, Read> reads_;  // token -> unreported read
   uint64_t next_read_ = 1;
   std::vector<int> last_holders_;  // --verbose: the lease holders at the last step

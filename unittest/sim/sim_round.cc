@@ -12,6 +12,7 @@ void Sim::EndStep(int i, Outputs* out) {
     Violation("node " + std::to_string(n.id) + " reported: " + e.ToString());
   }
   out->errors.clear();
+  if (o_.membership) StepVotes(i, *out);
   if (n.round.steps() == 0) {
     n.round_limit = o_.max_round_steps <= 1 ? 1 : 1 + rng_.Uniform(o_.max_round_steps);
   }
@@ -67,6 +68,7 @@ void Sim::ExecuteRound(int i) {
 void Sim::Execute(int i, Outputs* out) {
   Node& n = *nodes_[i];
   if (!out->persist.empty()) n.log.Write(out->persist, out->sync);
+  if (o_.membership) CastVotes(i);
   for (auto& m : out->messages) SendOut(i, m);
   // Catch-up reads, served as the runtime's reader does (paxos/catchup.h)
   // but at once: after the persist, from the node's own log. The network
@@ -82,7 +84,12 @@ void Sim::Execute(int i, Outputs* out) {
   for (const ChosenValue& v : out->chosen) {
     Learned(i, v);
     if (o_.checkpoints) SmApply(i, v);
-    if (v.ours) {
+    if (v.ours && changes_.count(v.token) != 0) {
+      if (!v.noop) {
+        Violation("node " + std::to_string(n.id) + " applied its change (token " +
+                  std::to_string(v.token) + ") as an application value");
+      }
+    } else if (v.ours) {
       auto p = proposals_.find(v.token);
       if (p == proposals_.end() || p->second.data != v.value || p->second.node != i) {
         Violation("node " + std::to_string(n.id) + " claims token " + std::to_string(v.token) +
@@ -91,6 +98,7 @@ void Sim::Execute(int i, Outputs* out) {
     }
   }
   for (const auto& f : out->finished) {
+    if (o_.membership && ChangeFinished(i, f)) continue;
     auto p = proposals_.find(f.token);
     if (p == proposals_.end() || n.pending.erase(f.token) == 0) {
       Violation("node " + std::to_string(n.id) + " finished unknown token " +
@@ -105,6 +113,17 @@ void Sim::Execute(int i, Outputs* out) {
     }
     if (!f.status.ok() && p->second.cancelled && f.status.IsStopped()) {
       r_.timeouts++;  // the client's deadline: outcome unknown
+      continue;
+    }
+    if (!f.status.ok() && p->second.probe) {
+      Violation("liveness: probe " + p->second.data + " at node " + std::to_string(n.id) +
+                " failed after the faults stopped: " + f.status.ToString());
+      continue;
+    }
+    if (!f.status.ok() && o_.membership && f.status.IsInvalidArgument() &&
+        n.core->role() != paxos::MemberRole::kVoter) {
+      r_.proposals_refused++;  // its node is no longer a voting member
+      checker_.Failed(p->second.data);
       continue;
     }
     if (!f.status.ok()) {
@@ -147,6 +166,7 @@ void Sim::Execute(int i, Outputs* out) {
     Violation("node " + std::to_string(n.id) + " reported: " + e.ToString());
   }
   if (o_.checkpoints) AfterRound(i, *out);
+  if (o_.membership) CheckMembership(i, *out);
 }
 
 void Sim::SendOut(int i, const paxos::OutMessage& m) {
@@ -158,8 +178,16 @@ void Sim::SendOut(int i, const paxos::OutMessage& m) {
       CheckUseCheckpoint(i, msg);
     }
   }
-  for (int j = 0; j < o_.nodes; ++j) {
-    if (j != i && (m.to == paxos::kBroadcast || nodes_[j]->id == m.to)) Send(i, j, m.bytes);
+  if (o_.membership) {
+    const Node& n = *nodes_[i];
+    member_checker_.Sent({n.id, n.dir_incarnation, n.joined}, m.bytes);
+    CheckStoppedProposing(i, m.bytes);
+  }
+  for (int j = 0; j < n_; ++j) {
+    if (j == i) continue;
+    if (m.to == paxos::kBroadcast ? !o_.membership || InBook(i, j) : nodes_[j]->id == m.to) {
+      Send(i, j, m.bytes);
+    }
   }
 }
 
