@@ -102,7 +102,7 @@ void MembershipChanger::OnRequest(paxos::Core* core, uint64_t now_ms,
   }
   auto op = std::make_unique<Op>();
   op->request = request;
-  op->local = std::move(local);
+  op->local = local;  // (a copy: `answer` above still needs it)
   op->deadline_ms = now_ms + request.timeout_ms;
   bool done = false;
   Status s = Plan(core, now_ms, op.get(), &done, step);
