@@ -37,7 +37,9 @@ paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
   // without one, a node joins exactly when Options::join says so.
   c.joined = !o.join.empty();
   c.incarnation = 0;
-  for (const NodeInfo& n : o.join) c.join_peers.push_back(n.id());
+  for (const NodeInfo& n : o.join) {
+    if (n.id() != c.self) c.join_peers.push_back(n.id());
+  }
   c.max_inflight = static_cast<size_t>(std::max(o.max_inflight, 1));
   // The acceptance window must hold the pipeline; a few times it leaves
   // room for a lagging acceptor to keep voting while it catches up.

@@ -128,8 +128,12 @@ Status ValidateNodeOptions(const Options& o) {
   std::set<uint64_t> join_ids;
   for (const NodeInfo& n : o.join) {
     if (Status v = n.Validate(); !v.ok()) return Invalid("join: " + v.message());
-    if (n.id() == o.self.id()) return Invalid("join names self " + o.self.ToString());
+    // Self may be listed (the same member list on every node): it is skipped.
+    if (n.id() == o.self.id()) continue;
     if (!join_ids.insert(n.id()).second) return Invalid("join lists " + n.ToString() + " twice");
+  }
+  if (!o.join.empty() && join_ids.empty()) {
+    return Invalid("join names no member but self " + o.self.ToString());
   }
   if (o.nodes.size() > paxos::kMaxMembers || o.join.size() > paxos::kMaxMembers) {
     return Invalid("nodes / join list more than " + std::to_string(paxos::kMaxMembers) +

@@ -101,6 +101,18 @@ class MemberCluster {
     for (int i = 0; i < initial_; ++i) ASSERT_TRUE(Start(i).ok());
   }
   void Stop(int i) { running_[i].reset(); }
+  // Stops node i and returns its group 0 protocol counters.
+  paxos::CoreStats StopAndStats(int i) {
+    running_[i]->Stop();
+    const paxos::CoreStats stats = impl(i)->core_stats_for_testing(0);
+    running_[i].reset();
+    return stats;
+  }
+  // Node i executed at least what node `of` had executed when called.
+  bool WaitUntilCaughtUp(int i, int of) {
+    const uint64_t target = node(of)->GetNowInstanceId(0);
+    return WaitUntil([&] { return node(i)->GetNowInstanceId(0) >= target; }, kMemberWait);
+  }
   // The next Start of node i uses a new, empty data dir (its disk was lost).
   void LoseDisk(int i) {
     ++generation_[i];
