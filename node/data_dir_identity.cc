@@ -63,6 +63,7 @@ std::string DataDirIdentity::Encode() const {
   body += "node_id " + std::to_string(node_id) + "\n";
   body += "incarnation " + std::to_string(incarnation) + "\n";
   body += std::string("joined ") + (joined ? "1" : "0") + "\n";
+  body += "address " + address + "\n";
   return body + "crc32c " + std::to_string(crc32c::Value(body)) + "\n";
 }
 
@@ -87,6 +88,10 @@ Status DataDirIdentity::Decode(const std::string& text, DataDirIdentity* out) {
   int seen = 0;
   while (std::getline(in, line)) {
     const size_t space = line.find(' ');
+    if (space != std::string::npos && line.compare(0, space, "address") == 0) {
+      id.address = line.substr(space + 1);
+      continue;
+    }
     uint64_t v = 0;
     if (space == std::string::npos || !ParseDecimal(line.substr(space + 1), &v)) {
       return Status::Corruption("identity file: bad line '" + line + "'");
@@ -117,6 +122,7 @@ Status LoadOrCreateIdentity(const Options& options, Logger* logger, DataDirIdent
   id.cluster_id = options.cluster_id;
   id.node_id = options.self.id();
   id.joined = !options.join.empty();
+  id.address = options.self.ToString();
   if (options.data_dir.empty()) {
     *identity = id;  // nowhere to record one: the factory's logs decide
     return Status::OK();
@@ -133,9 +139,9 @@ Status LoadOrCreateIdentity(const Options& options, Logger* logger, DataDirIdent
     if (stored.cluster_id != id.cluster_id || stored.node_id != id.node_id) {
       return Status::InvalidArgument(
           "data dir '" + dir + "' belongs to cluster " + std::to_string(stored.cluster_id) +
-          " node " + std::to_string(stored.node_id) + ", not to cluster " +
-          std::to_string(id.cluster_id) + " node " + std::to_string(id.node_id) +
-          " (Options::cluster_id, Options::self)");
+          " node " + std::to_string(stored.node_id) + " (" + stored.address +
+          "), not to cluster " + std::to_string(id.cluster_id) + " node " +
+          std::to_string(id.node_id) + " (" + id.address + "; Options::cluster_id, Options::self)");
     }
     *identity = stored;
     return Status::OK();

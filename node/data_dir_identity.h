@@ -13,6 +13,7 @@
 //   node_id <decimal>
 //   incarnation <decimal>
 //   joined <0|1>
+//   address <NodeInfo text>     (informational: what self was when created)
 //   crc32c <decimal>
 // Written once (a temporary file, fsynced, renamed, the directory fsynced)
 // and never rewritten.
@@ -33,6 +34,9 @@ struct DataDirIdentity {
   uint64_t node_id = 0;
   uint64_t incarnation = 0;  // 0: unknown (no data dir: a log_storage_factory)
   bool joined = false;
+  // The node's address when the dir was created (for messages only: a node
+  // keeps its id when it moves).
+  std::string address;
 
   std::string Encode() const;
   // Corruption naming the problem for bytes that are not an identity file.
