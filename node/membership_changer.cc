@@ -399,11 +399,8 @@ void MembershipChanger::Reply(const Status& status) {
 }
 
 void MembershipChanger::FailAll(const Status& why) {
-  if (!op_) return;
-  if (op_->local) AnswerCall(op_->local.get(), why);
-  op_.reset();
-  // The timers are GroupTimers', cancelled with the group's.
-  tick_timer_ = 0;
+  // A remote caller hears it too (after Stop the send fails harmlessly).
+  Reply(why);
 }
 
 }  // namespace chorus

@@ -159,9 +159,10 @@ Status NodeImpl::RunMembershipCall(uint32_t group, MembershipOp op, uint64_t nod
   request.op = op;
   request.node_id = node_id;
   if (node != nullptr) {
-    if (node->id() == 0 || node->port == 0 || node->host.empty()) {
-      return Status::InvalidArgument("group " + std::to_string(group) + ": bad address '" +
-                                     node->ToString() + "' (it needs a host, a port and a node id)");
+    Status valid = node->Validate();
+    if (!valid.ok()) {
+      return Status::InvalidArgument("group " + std::to_string(group) + ": bad address: " +
+                                     valid.message());
     }
     request.address = MemberAddress(*node);
   }

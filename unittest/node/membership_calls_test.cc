@@ -4,6 +4,8 @@
 // count in a quorum), the refusal of an unsafe removal, and removing the
 // master. Every wait polls for a state with a generous deadline; no test
 // asserts how long anything took.
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "unittest/node/membership_cluster.h"
@@ -203,6 +205,49 @@ TEST(MembershipTest, RemoveTheMaster) {
   EXPECT_TRUE(c.WaitRole(master, MemberRole::kRemoved));
   ASSERT_EQ(c.ProposeMany(a, 5), 0);
   EXPECT_TRUE(c.Converged({a, b}));
+}
+
+TEST(MembershipTest, ArgumentErrors) {
+  MemberCluster c(1, 1);
+  c.StartGenesis();
+  ASSERT_EQ(c.WaitForMaster(), 0);
+  Status s = c.node(0)->AddMember(0, NodeInfo());
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  s = c.node(0)->RemoveMember(0, c.id(0));
+  EXPECT_TRUE(s.IsInvalidArgument() && s.message().find("no voter") != std::string::npos)
+      << s.ToString();
+  s = c.node(0)->RemoveMember(0, 99);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  s = c.node(0)->ChangeMember(0, 99, c.info(1));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  s = c.node(0)->AddMember(0, c.info(0));
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(c.Members(0).version, 0u);
+}
+
+// One change at a time: while AddMember waits for a node that never runs
+// to catch up, another change is refused with Busy; the first ends with
+// Timeout at its deadline (the follower it added stays: GetMembership).
+TEST(MembershipTest, OneChangeAtATime) {
+  MemberCluster c(2, 1);
+  ASSERT_TRUE(c.Start(0, false, [](Options* o) { o->membership_timeout_ms = 3000; }).ok());
+  ASSERT_TRUE(c.Start(1).ok());
+  const int master = c.WaitForMaster();
+  ASSERT_GE(master, 0);
+  Status first;
+  std::thread adder([&] { first = c.node(0)->AddMember(0, c.info(2)); });
+  // The follower add is in force: the call now waits for its catch-up.
+  EXPECT_TRUE(testing::WaitUntil([&] { return c.Ids(master, false) == Ids({3}); },
+                                 testing::kMemberWait));
+  Status s = c.node(1 - master)->RemoveMember(0, c.id(2));
+  EXPECT_TRUE(s.IsBusy() && s.message().find("in progress") != std::string::npos)
+      << s.ToString();
+  adder.join();
+  EXPECT_TRUE(first.IsTimeout()) << first.ToString();
+  EXPECT_EQ(c.Ids(master, false), Ids({3}));
+  // Free again: the follower that never came is removed.
+  s = c.node(master)->RemoveMember(0, c.id(2));
+  EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 TEST(MembershipTest, NotSupportedWithoutElection) {
