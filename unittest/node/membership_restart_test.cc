@@ -164,6 +164,30 @@ TEST(MembershipRestartTest, MembershipComesWithCheckpoint) {
   EXPECT_EQ(c.Role(3), MemberRole::kFollower);
 }
 
+// An application's transport that keeps its own book (no SetPeers): the
+// node says so once and carries on, membership changes included.
+class OwnBookTransport : public Transport {
+ public:
+  Status Start(Receiver) override { return Status::OK(); }
+  Status Send(uint64_t, std::string) override { return Status::OK(); }
+  void Stop() override {}
+};
+
+TEST(MembershipRestartTest, TransportWithoutSetPeers) {
+  MemberCluster c(1, 1);
+  OwnBookTransport transport;
+  ASSERT_TRUE(c.Start(0, false, [&](Options* o) { o->transport = &transport; }).ok());
+  ASSERT_EQ(c.WaitForMaster(), 0);
+  Status s = c.node(0)->AddFollower(0, c.info(1));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.Ids(0, false), Ids({2}));
+  int warnings = 0;
+  for (const auto& line : c.log().lines()) {
+    if (line.text.find("does not support SetPeers") != std::string::npos) ++warnings;
+  }
+  EXPECT_EQ(warnings, 1) << c.log().Dump();
+}
+
 TEST(MembershipRestartTest, IdentityFile) {
   MemberCluster c(1, 1);
   ASSERT_TRUE(c.Start(0).ok());
