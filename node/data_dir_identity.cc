@@ -152,17 +152,27 @@ Status LoadOrCreateIdentity(const Options& options, Logger* logger, DataDirIdent
     Status s = ListDir(dir, &names);
     if (!s.ok()) return s;
   }
+  // A data dir holds this node's state when a group log is in it
+  // (data_dir/g<N>/CURRENT, leveldb's). Anything else in it is not chorus's
+  // (an application may keep its own files there) and makes it no older
+  // data dir.
   bool holds_data = false;
-  for (const std::string& n : names) holds_data = holds_data || n != kIdentityFileName + std::string(".tmp");
+  for (const std::string& n : names) {
+    const bool group_dir = n.size() > 1 && n[0] == 'g' &&
+                           n.find_first_not_of("0123456789", 1) == std::string::npos;
+    holds_data = holds_data || (group_dir && PathExists(dir + "/" + n + "/CURRENT"));
+  }
   if (holds_data) {
     // A data dir of a chorus that recorded no identity: its logs are this
     // node's (each log's meta says so), and it was not created to join.
     id.joined = false;
     CHORUS_LOG(logger, kInfo, "data dir '%s' has no %s (an older data dir): recording one",
                dir.c_str(), kIdentityFileName);
-  } else if (!options.create_if_missing) {
+  } else if (!options.create_if_missing && !options.log_storage_factory) {
+    // (With a factory, the factory decides where the logs are and whether
+    // they may be created: create_if_missing is its business.)
     return Status::InvalidArgument("data_dir '" + dir +
-                                   "' is missing or empty and create_if_missing is false");
+                                   "' holds no chorus log and create_if_missing is false");
   } else {
     Status s = CreateDirs(dir);
     if (!s.ok()) return s;

@@ -49,10 +49,13 @@ extern const char kIdentityFileName[];
 // Reads data_dir/IDENTITY, or creates it:
 //  - a data dir that holds an IDENTITY: it must name options' cluster and
 //    node (InvalidArgument naming both otherwise);
-//  - a data dir that holds something else (a data dir of an older chorus,
-//    which recorded none): one is created with joined = false;
-//  - a missing or empty data dir: created (options.create_if_missing must
-//    be set: InvalidArgument otherwise) with joined = !options.join.empty().
+//  - a data dir that holds a group log (data_dir/g<N>/CURRENT) but no
+//    IDENTITY (a data dir of an older chorus, which recorded none): one is
+//    created with joined = false;
+//  - otherwise (missing, empty, or holding only files that are not
+//    chorus's, e.g. an application's own state): created
+//    (options.create_if_missing must be set, unless a log_storage_factory
+//    decides: InvalidArgument otherwise) with joined = !options.join.empty().
 // With no data_dir (a log_storage_factory): nothing is read or written;
 // incarnation 0, joined = !options.join.empty().
 // IOError when the file cannot be read or written; Corruption when it does

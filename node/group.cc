@@ -41,6 +41,12 @@ Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> lo
   checkpoint_ = std::make_unique<GroupCheckpoint>(env.options, index, env.logger,
                                                   env.checkpoint_worker, env.request_checkpoint,
                                                   queue_, &state_machines_, &checkpoints_);
+  if (const AddressBook* book = env.address_book) {
+    metrics_.set_node_namer([book](uint64_t id) {
+      NodeInfo n;
+      return book->Find(id, &n) ? n.ToString() : "node " + std::to_string(id);
+    });
+  }
   Transport* transport = env.transport;
   Logger* logger = env.logger;
   changer_ = std::make_unique<MembershipChanger>(

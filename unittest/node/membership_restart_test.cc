@@ -221,6 +221,16 @@ TEST(MembershipRestartTest, IdentityFile) {
   EXPECT_NE(c.impl(0)->identity_for_testing().incarnation, 0u);
   EXPECT_TRUE(PathExists(c.data_dir(0) + "/IDENTITY"));
 
+  // Files of the application's own in a fresh data dir make it no older
+  // data dir: a joiner stays a joiner.
+  c.Stop(0);
+  c.LoseDisk(1);
+  ASSERT_TRUE(CreateDirs(c.data_dir(1) + "/app").ok());
+  ASSERT_TRUE(WriteWholeFile(c.data_dir(1) + "/app/state", "x").ok());
+  ASSERT_TRUE(c.Start(1, /*join=*/true).ok());
+  EXPECT_TRUE(c.impl(1)->identity_for_testing().joined);
+  c.Stop(1);
+
   DataDirIdentity bad;
   std::string text;
   ASSERT_TRUE(ReadWholeFile(c.data_dir(0) + "/IDENTITY", &text).ok());
