@@ -8,7 +8,10 @@ namespace chorus {
 
 namespace {
 
-constexpr uint32_t kManifestMagic = 0x314b4843;  // "CHK1" little-endian
+constexpr uint32_t kManifestMagic = 0x314b4843;  // "CHK1" little-endian: no membership
+// "CHK2": the files are followed by u32 length + the encoded membership.
+constexpr uint32_t kManifestMagicMembership = 0x324b4843;
+constexpr uint32_t kMaxMembershipBytes = 1u << 20;
 // Bounds on an untrusted manifest: it is held in memory whole.
 constexpr uint32_t kMaxFiles = 1u << 20;
 constexpr uint32_t kMaxPathBytes = 4096;
@@ -54,7 +57,7 @@ uint64_t CheckpointManifest::total_bytes() const {
 
 std::string CheckpointManifest::Encode() const {
   std::string out;
-  PutFixed32(&out, kManifestMagic);
+  PutFixed32(&out, membership.empty() ? kManifestMagic : kManifestMagicMembership);
   PutFixed64(&out, cluster_id);
   PutFixed32(&out, group);
   PutFixed64(&out, instance);
@@ -65,6 +68,10 @@ std::string CheckpointManifest::Encode() const {
     out.append(f.path);
     PutFixed64(&out, f.size);
     PutFixed32(&out, f.crc);
+  }
+  if (!membership.empty()) {
+    PutFixed32(&out, static_cast<uint32_t>(membership.size()));
+    out.append(membership);
   }
   PutFixed32(&out, crc32c::Value(out));
   return out;
@@ -78,7 +85,10 @@ Status CheckpointManifest::Decode(const std::string& bytes, CheckpointManifest* 
     return Status::Corruption("checkpoint manifest: checksum mismatch");
   }
   const char* p = bytes.data();
-  if (DecodeFixed32(p) != kManifestMagic) return Status::Corruption("checkpoint manifest: bad magic");
+  const uint32_t magic = DecodeFixed32(p);
+  if (magic != kManifestMagic && magic != kManifestMagicMembership) {
+    return Status::Corruption("checkpoint manifest: bad magic");
+  }
   CheckpointManifest out;
   out.cluster_id = DecodeFixed64(p + 4);
   out.group = DecodeFixed32(p + 12);
@@ -111,6 +121,16 @@ Status CheckpointManifest::Decode(const std::string& bytes, CheckpointManifest* 
                                 f.path + "'");
     }
     out.files.push_back(std::move(f));
+  }
+  if (magic == kManifestMagicMembership) {
+    if (body - pos < 4) return Status::Corruption("checkpoint manifest: truncated membership");
+    const uint32_t len = DecodeFixed32(p + pos);
+    pos += 4;
+    if (len == 0 || len > kMaxMembershipBytes || body - pos < len) {
+      return Status::Corruption("checkpoint manifest: bad membership length");
+    }
+    out.membership.assign(p + pos, len);
+    pos += len;
   }
   if (pos != body) return Status::Corruption("checkpoint manifest: trailing bytes");
   *m = std::move(out);

@@ -57,6 +57,11 @@ struct CheckpointManifest {
   uint32_t chain_checksum = 0;
   // Sorted by path, paths unique.
   std::vector<CheckpointFile> files;
+  // The group's membership history as of `instance` (Core::MembershipAt,
+  // paxos::Membership::Encode), which the install hands to the core (M6).
+  // Empty: a checkpoint that carries none (made by an older chorus); its
+  // install keeps the node's own membership.
+  std::string membership;
 
   // Sum of the files' sizes: the bytes ReadChunk serves.
   uint64_t total_bytes() const;

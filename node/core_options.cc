@@ -6,12 +6,40 @@
 
 namespace chorus {
 
+std::string MemberAddress(const NodeInfo& node) {
+  NodeInfo n = node;
+  n.node_id = node.id();  // explicit, so the text names the id whatever the host is
+  return n.ToString();
+}
+
+Status ParseMemberAddress(uint64_t id, const std::string& address, NodeInfo* node) {
+  NodeInfo n;
+  Status s = NodeInfo::Parse(address, &n);
+  if (!s.ok()) return s;
+  if (n.id() != id) n.node_id = id;  // the membership's id is the identity
+  *node = n;
+  return Status::OK();
+}
+
 paxos::CoreOptions MakeCoreOptions(const Options& o, uint32_t group) {
   paxos::CoreOptions c;
   c.cluster_id = o.cluster_id;
   c.group = group;
   c.self = o.self.id();
-  for (const NodeInfo& n : o.nodes) c.members.push_back(n.id());
+  // The genesis (the first start's membership; a log that recorded one
+  // follows its own), with the addresses the membership keeps.
+  for (const NodeInfo& n : o.nodes) {
+    c.members.push_back(n.id());
+    c.member_addresses.push_back(MemberAddress(n));
+  }
+  c.activation_distance = paxos::kDefaultActivationDistance;
+  // Group::Open replaces these two with the data dir's (DataDirIdentity);
+  // without one, a node joins exactly when Options::join says so.
+  c.joined = !o.join.empty();
+  c.incarnation = 0;
+  for (const NodeInfo& n : o.join) {
+    if (n.id() != c.self) c.join_peers.push_back(n.id());
+  }
   c.max_inflight = static_cast<size_t>(std::max(o.max_inflight, 1));
   // The acceptance window must hold the pipeline; a few times it leaves
   // room for a lagging acceptor to keep voting while it catches up.

@@ -3,11 +3,19 @@
 #define CHORUS_NODE_CORE_OPTIONS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "chorus/options.h"
 #include "paxos/options.h"
 
 namespace chorus {
+
+// The text a membership entry keeps as a member's address: NodeInfo's
+// "[id@]host:port" with the id always written.
+std::string MemberAddress(const NodeInfo& node);
+// The reverse: the NodeInfo of member `id` recorded as `address` (its id is
+// `id` whatever the text derives). InvalidArgument for text that does not parse.
+Status ParseMemberAddress(uint64_t id, const std::string& address, NodeInfo* node);
 
 // The core options of `group`. The seed is left at its default: the caller
 // draws a fresh one for every start (see CoreOptions::seed).

@@ -31,10 +31,14 @@ struct Event {
     kBarrierDeadline,  // token: a read barrier's deadline passed
     kCheckpointDone,   // token: instance, status: a checkpoint this group made is stored (or failed)
     kLoadCheckpoint,   // token: instance: load that stored checkpoint (one received from a peer)
+    // bytes: a membership request (membership_wire.h, prefix removed) from
+    // `from`; call: the local caller's waiter (nullptr for a remote one)
+    kMembership,
+    kMembershipTick,   // a running membership change checks its progress
   };
   Kind kind = Kind::kMessage;
   std::shared_ptr<ProposalRequest> request;
-  std::shared_ptr<CallWaiter> call;  // kReadBarrier, kTransfer
+  std::shared_ptr<CallWaiter> call;  // kReadBarrier, kTransfer, kMembership
   std::string bytes;
   uint64_t from = 0;  // kMessage: the sender the transport verified
   paxos::TimerId timer;

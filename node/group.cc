@@ -36,14 +36,25 @@ Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> lo
       queue_(std::make_shared<EventQueue>()),
       batch_(env.options, env.runtime, queue_),
       timers_(std::make_unique<GroupTimers>(env.runtime, queue_)),
-      master_(env.options, index, timers_.get()) {
+      master_(env.options, index, timers_.get(), env.address_book) {
   for (StateMachine* sm : state_machines) state_machines_[sm->id()] = sm;
   checkpoint_ = std::make_unique<GroupCheckpoint>(env.options, index, env.logger,
                                                   env.checkpoint_worker, env.request_checkpoint,
                                                   queue_, &state_machines_, &checkpoints_);
-  for (const NodeInfo& n : env.options->nodes) {
-    if (n.id() != env.options->self.id()) peers_.push_back(n.id());
+  if (const AddressBook* book = env.address_book) {
+    metrics_.set_node_namer([book](uint64_t id) {
+      NodeInfo n;
+      return book->Find(id, &n) ? n.ToString() : "node " + std::to_string(id);
+    });
   }
+  Transport* transport = env.transport;
+  Logger* logger = env.logger;
+  changer_ = std::make_unique<MembershipChanger>(
+      env.options, index, env.logger, timers_.get(),
+      [transport, logger](uint64_t to, std::string frame) {
+        Status s = transport->Send(to, std::move(frame));
+        if (!s.ok()) CHORUS_LOG(logger, kDebug, "membership reply: %s", s.ToString().c_str());
+      });
 }
 
 Group::~Group() {
@@ -60,6 +71,8 @@ Status Group::Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStora
   if (!s.ok()) return s;
   paxos::CoreOptions core_options = MakeCoreOptions(*env.options, index);
   core_options.seed = env.runtime->CoreSeed(index);
+  core_options.incarnation = env.incarnation;
+  core_options.joined = env.joined;
   s = paxos::Core::Open(core_options, group->log_.get(), &group->core_);
   if (!s.ok()) return s.Annotate("group " + std::to_string(index));
   Group* g = group.get();
@@ -74,6 +87,7 @@ Status Group::Open(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStora
   if (!s.ok()) return s;
   g->next_execute_.store(g->core_->chosen_end(), std::memory_order_release);
   g->log_start_.store(g->core_->log_start(), std::memory_order_release);
+  g->membership_.OnOpen(*g->core_);
   g->LogOpened(began, g->metrics_.instances_executed());
   *out = std::move(group);
   return Status::OK();
@@ -115,6 +129,7 @@ void Group::Stop() {
   }
   if (admission_) admission_->FailAll(stopped);
   master_.FailAll(stopped);
+  changer_->FailAll(stopped);
   if (auto pending = batch_.Close()) AnswerAll(pending.get(), stopped);
   timers_->CancelAll();
 }
@@ -314,6 +329,12 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
     case Event::Kind::kCheckpointDone:
       checkpoint_->OnMade(core_.get(), event->token, event->status, step);
       break;
+    case Event::Kind::kMembership:
+      HandleMembership(event, step);
+      break;
+    case Event::Kind::kMembershipTick:
+      if (halted_.ok()) changer_->OnTick(core_.get(), CoreNowMs(), step);
+      break;
     case Event::Kind::kLoadCheckpoint:
       if (const uint64_t next = checkpoint_->OnLoad(core_.get(), event->token, step)) {
         next_execute_.store(next, std::memory_order_release);
@@ -352,7 +373,7 @@ void Group::ExecuteRound() {
   // 2. Send.
   for (const paxos::OutMessage& m : round.messages) {
     if (m.to == paxos::kBroadcast) {
-      for (uint64_t peer : peers_) SendMessage(peer, m.bytes);
+      for (uint64_t peer : membership_.broadcast_peers()) SendMessage(peer, m.bytes);
     } else {
       SendMessage(m.to, m.bytes);
     }
@@ -388,6 +409,9 @@ void Group::ExecuteRound() {
                             " halted: the paxos log disagrees with a peer's (checksum mismatch)"));
   }
   log_start_.store(core_->log_start(), std::memory_order_release);
+  // The core's membership (round.membership_changed, a checkpoint install,
+  // a NOT_MEMBER): compared with what was published, so nothing is missed.
+  membership_.AfterRound(*core_);
   checkpoint_->EndOfRound();
   UpdateMaster();
   PublishMetrics(round);  // before the transfers' answers
@@ -406,85 +430,6 @@ void Group::SendMessage(uint64_t to, const std::string& bytes) {
   if (!s.ok()) CHORUS_LOG(env_.logger, kDebug, "group %u: send: %s", index_, s.ToString().c_str());
 }
 
-void Group::Apply(const paxos::ChosenValue& chosen) {
-  ProposalRequest* request = chosen.ours ? admission_->Find(chosen.token) : nullptr;
-  std::vector<AppValue> values;
-  if (!chosen.noop) {
-    Status s = DecodeAppValues(chosen.value, &values);
-    if (!s.ok()) {
-      // Every replica decodes the same bytes the same way: skipping keeps them
-      // equal (each state machine hears of the instance as a noop).
-      CHORUS_LOG(env_.logger, kError, "group %u: instance %llu holds a value chorus cannot decode: %s",
-                 index_, static_cast<unsigned long long>(chosen.instance), s.ToString().c_str());
-    }
-  }
-  ExecuteInfo info;
-  info.group = index_;
-  info.instance = chosen.instance;
-  info.batch_size = static_cast<uint32_t>(values.size());
-  // State machines that got a value of this instance; the others get ExecuteNoop.
-  std::vector<int> executed;
-  for (size_t i = 0; i < values.size(); ++i) {
-    // The waiter of this value, unless it was already answered (deadline):
-    // then it may have returned, and neither its ctx nor its fields are ours.
-    ProposalWaiter* waiter = nullptr;
-    if (request != nullptr && i < request->waiters.size() && !request->waiters[i]->answered) {
-      waiter = request->waiters[i].get();
-    }
-    auto sm = state_machines_.find(values[i].state_machine_id);
-    if (sm != state_machines_.end() && chosen.instance < checkpoints_[sm->first]) {
-      // Already reflected in this state machine's own durable state.
-    } else if (sm != state_machines_.end()) {
-      info.batch_index = static_cast<uint32_t>(i);
-      info.proposal_id = values[i].proposal_id;
-      if (std::find(executed.begin(), executed.end(), sm->first) == executed.end()) {
-        executed.push_back(sm->first);
-      }
-      if (waiter != nullptr) {
-        std::lock_guard<std::mutex> lock(waiter->mu);
-        ExecuteContext* ctx = waiter->abandoned ? nullptr : waiter->ctx;
-        // The application's result goes to its ctx, never into the Status
-        // Propose returns (that one carries chorus's codes only).
-        Status result = sm->second->Execute(info, values[i].payload, ctx);
-        if (ctx != nullptr) ctx->result = std::move(result);
-      } else {
-        sm->second->Execute(info, values[i].payload, nullptr);
-      }
-    } else if (values[i].state_machine_id != 0) {
-      CHORUS_LOG(env_.logger, kWarning, "group %u: instance %llu is for unknown state machine %d",
-                 index_, static_cast<unsigned long long>(chosen.instance),
-                 values[i].state_machine_id);
-    }
-    if (waiter != nullptr) {
-      waiter->instance = chosen.instance;
-      waiter->batch_index = static_cast<uint32_t>(i);
-    }
-  }
-  for (const auto& [id, sm] : state_machines_) {
-    if (chosen.instance < checkpoints_[id]) continue;
-    if (std::find(executed.begin(), executed.end(), id) == executed.end()) {
-      sm->ExecuteNoop(index_, chosen.instance);
-    }
-  }
-  checkpoint_->OnApplied(chosen.instance, chosen.value.size());
-  metrics_.OnApplied(values.size());
-  next_execute_.store(chosen.instance + 1, std::memory_order_release);
-}
-
-void Group::Finish(const paxos::ProposalResult& result) {
-  std::shared_ptr<ProposalRequest> request = admission_->Finish(result.token);
-  if (!request) return;
-  for (const auto& w : request->waiters) {
-    if (w->answered) continue;
-    if (result.status.ok()) {
-      w->instance = result.instance;
-      Answer(w.get(), Status::OK());  // Execute's own result is in its ctx (Apply)
-    } else {
-      Answer(w.get(), result.status);
-    }
-  }
-}
-
 void Group::Halt(const Status& why) {
   CHORUS_LOG(env_.logger, kError, "%s", why.ToString().c_str());
   halted_ = why;
@@ -494,6 +439,7 @@ void Group::Halt(const Status& why) {
   }
   admission_->FailAll(why);
   master_.FailAll(why);
+  changer_->FailAll(why);
   checkpoint_->Halt();
 }
 

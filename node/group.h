@@ -32,6 +32,7 @@
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/transport.h"
+#include "node/address_book.h"
 #include "node/admission.h"
 #include "node/catchup_reader.h"
 #include "node/checkpoint_store.h"
@@ -39,6 +40,9 @@
 #include "node/event_queue.h"
 #include "node/group_checkpoint.h"
 #include "node/group_master.h"
+#include "node/group_membership.h"
+#include "node/membership_changer.h"
+#include "node/membership_wire.h"
 #include "node/group_timers.h"
 #include "node/metrics_recorder.h"
 #include "node/proposal.h"
@@ -70,6 +74,16 @@ struct GroupEnv {
   // Fetches a checkpoint from a peer (Outputs::checkpoint_needed), called on
   // the loop; the transfer sets it. Empty: none.
   CheckpointRequestHook request_checkpoint;
+  // The data dir's identity (data_dir_identity.h): the core's incarnation
+  // and joined (membership.h M5).
+  uint64_t incarnation = 0;
+  bool joined = false;
+  // Where master addresses are looked up (thread-safe); nullptr:
+  // Options::nodes.
+  const AddressBook* address_book = nullptr;
+  // Called on the loop (and once in Open) with the group's membership
+  // history whenever it changed. Empty: none.
+  GroupMembership::ChangeHook on_membership_change;
 };
 
 class Group {
@@ -107,6 +121,18 @@ class Group {
   // REQUIRES: Options::master_election (the node checks it).
   Status ReadBarrier(uint64_t* instance);
   Status TransferMaster(uint64_t target);
+
+  // ---- Membership (thread-safe) ----
+  // A membership call on this node, the master (request.from is self): runs
+  // it on the loop and waits for its answer for up to timeout_ms plus a
+  // grace period. See MembershipChanger.
+  Status MembershipCall(const MembershipMessage& request, int timeout_ms);
+  // A membership request frame (prefix removed) from peer `from`, the
+  // sender the transport verified: run on the loop, answered over the
+  // transport.
+  void PostMembershipRequest(uint64_t from, std::string bytes);
+  // The membership as of the loop's latest round.
+  MembershipSnapshot membership() const { return membership_.snapshot(); }
 
   // Thread-safe queries.
   uint64_t now_instance_id() const { return next_execute_.load(std::memory_order_acquire); }
@@ -185,6 +211,10 @@ class Group {
   void HandleReadBarrier(const std::shared_ptr<CallWaiter>& call, paxos::Outputs* step);
   void HandleTransfer(const std::shared_ptr<CallWaiter>& call, uint64_t target,
                       paxos::Outputs* step);
+  // kMembership: a request of a local or remote caller (group_calls.cc).
+  void HandleMembership(Event* event, paxos::Outputs* step);
+  // The core's clock in ms (what SetCoreNow hands it).
+  uint64_t CoreNowMs() const;
   // After a round: the master snapshot and the callback (master_election only).
   void UpdateMaster();
   // ---- Metrics (group_metrics.cc) ----
@@ -207,7 +237,9 @@ class Group {
   // loaded into it). Set by GroupCheckpoint::Restore in Open, raised by a
   // load on the loop; loop thread only afterwards.
   std::map<int, uint64_t> checkpoints_;
-  std::vector<uint64_t> peers_;  // every member but self; read-only
+  // The membership snapshot, log lines and broadcast list (its snapshot is
+  // thread-safe, the rest loop only).
+  GroupMembership membership_{env_.options, index_, env_.logger, env_.on_membership_change};
   // Proposal ids (ExecuteContext::proposal_id): MixBits(base + seq), from
   // any proposing thread.
   const uint64_t proposal_id_base_;
@@ -236,6 +268,8 @@ class Group {
   // The master snapshot (thread-safe), read barriers and transfers (loop
   // only): see group_master.h. After timers_, which it uses.
   GroupMaster master_;
+  // The membership calls this node runs as master (loop only). After timers_.
+  std::unique_ptr<MembershipChanger> changer_;
   // Which proposals are in the core, which wait; made by Open once the core exists.
   std::unique_ptr<Admission> admission_;
   // Making, trimming behind and loading checkpoints (its accessors are

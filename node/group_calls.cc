@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "node/group.h"
+#include "node/membership_wire.h"
 
 namespace chorus {
 
@@ -83,6 +84,52 @@ void Group::HandleTransfer(const std::shared_ptr<CallWaiter>& call, uint64_t tar
     return;
   }
   master_.AddSentWaiter(call);  // answered once this round's sends went out
+}
+
+}  // namespace chorus
+
+namespace chorus {
+
+uint64_t Group::CoreNowMs() const {
+  const auto now = env_.runtime->Now().time_since_epoch();
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+}
+
+Status Group::MembershipCall(const MembershipMessage& request, int timeout_ms) {
+  std::string frame = EncodeMembershipMessage(request);
+  Event event;
+  event.kind = Event::Kind::kMembership;
+  event.bytes = frame.substr(4);  // as a peer's request arrives: without the prefix
+  event.from = env_.options->self.id();
+  return Call(std::move(event), timeout_ms, nullptr);
+}
+
+void Group::PostMembershipRequest(uint64_t from, std::string bytes) {
+  Event event;
+  event.kind = Event::Kind::kMembership;
+  event.bytes = std::move(bytes);
+  event.from = from;
+  queue_->Push(std::move(event));  // dropped once stopped: the caller retries or times out
+}
+
+void Group::HandleMembership(Event* event, paxos::Outputs* step) {
+  MembershipMessage request;
+  Status s = DecodeMembershipMessage(event->bytes.data(), event->bytes.size(), &request);
+  if (s.ok() && (request.cluster_id != env_.options->cluster_id || request.group != index_ ||
+                 request.from != event->from || request.type != kMembershipRequestType)) {
+    s = Status::InvalidArgument("membership request of another cluster, group or sender");
+  }
+  if (!s.ok()) {
+    CHORUS_LOG(env_.logger, kWarning, "group %u: membership request from node %llu dropped: %s",
+               index_, static_cast<unsigned long long>(event->from), s.ToString().c_str());
+    if (event->call) AnswerCall(event->call.get(), s);
+    return;
+  }
+  if (!halted_.ok()) {
+    if (event->call) AnswerCall(event->call.get(), halted_);
+    return;
+  }
+  changer_->OnRequest(core_.get(), CoreNowMs(), request, event->call, step);
 }
 
 }  // namespace chorus

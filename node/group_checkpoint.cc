@@ -71,6 +71,15 @@ Status GroupCheckpoint::LoadInto(const CheckpointManifest& m, int id, StateMachi
   return Status::OK();
 }
 
+Status GroupCheckpoint::Install(paxos::Core* core, const CheckpointManifest& m,
+                                paxos::Outputs* out) {
+  if (m.membership.empty()) return core->InstallCheckpoint(m.instance, m.chain_checksum, out);
+  paxos::Membership membership;
+  Status s = paxos::Membership::Decode(m.membership, &membership);
+  if (!s.ok()) return s.Annotate("the membership of checkpoint " + std::to_string(m.instance));
+  return core->InstallCheckpoint(m.instance, m.chain_checksum, &membership, out);
+}
+
 Status GroupCheckpoint::Restore(paxos::Core* core, LogStorage* log, paxos::Outputs* out) {
   for (const auto& [id, sm] : *machines_) (*applied_from_)[id] = sm->GetCheckpointInstanceId(group_);
   last_ = core->log_start();
@@ -92,7 +101,7 @@ Status GroupCheckpoint::Restore(paxos::Core* core, LogStorage* log, paxos::Outpu
   if (!all || c.instance <= core->chosen_end()) return Status::OK();
   // Stored but never installed: the crash came between the two.
   paxos::Outputs installed;
-  Status s = core->InstallCheckpoint(c.instance, c.chain_checksum, &installed);
+  Status s = Install(core, c, &installed);
   if (!s.ok()) return s.Annotate(GroupName(group_) + ": installing checkpoint " + std::to_string(c.instance));
   if (!installed.persist.empty()) {
     s = log->Write(installed.persist, options_->sync_writes);
@@ -237,10 +246,13 @@ void GroupCheckpoint::MaybeMake(paxos::Core* core, uint64_t executed) {
   CheckpointStore* store = store_.get();
   std::shared_ptr<EventQueue> queue = queue_;
   const uint32_t chain = core->chain_checksum();
-  const bool queued = worker_->Submit([store, queue, writers, executed, chain] {
+  // M6: the checkpoint says which configurations govern from `executed` on.
+  std::string membership = core->MembershipAt(executed).Encode();
+  const bool queued = worker_->Submit([store, queue, writers, executed, chain, membership] {
     CheckpointManifest m;
     m.instance = executed;
     m.chain_checksum = chain;
+    m.membership = membership;
     std::string staging;
     Status s = store->BeginStaging(&staging);
     for (auto& [id, writer] : *writers) {
@@ -312,7 +324,7 @@ Status GroupCheckpoint::Load(paxos::Core* core, const CheckpointManifest& m, pax
     Status s = LoadInto(m, id, sm);
     if (!s.ok()) return s;
   }
-  Status s = core->InstallCheckpoint(m.instance, m.chain_checksum, step);
+  Status s = Install(core, m, step);
   if (!s.ok()) return s.Annotate("installing checkpoint " + std::to_string(m.instance));
   loaded_.fetch_add(1, std::memory_order_relaxed);
   last_ = std::max(last_, m.instance);

@@ -131,6 +131,8 @@ class GroupCheckpoint {
   // Errors leave the core untouched.
   Status Load(paxos::Core* core, const CheckpointManifest& m, paxos::Outputs* step);
   Status LoadInto(const CheckpointManifest& m, int id, StateMachine* sm);
+  // Core::InstallCheckpoint of `m`, with the membership it carries (if any).
+  Status Install(paxos::Core* core, const CheckpointManifest& m, paxos::Outputs* out);
   void MaybeMake(paxos::Core* core, uint64_t executed);
   // The byte margin's bound on the trim point of a checkpoint whose values
   // below it add up to `bytes_below` (in applied_bytes_'s count); prunes the

@@ -7,29 +7,34 @@
 
 namespace chorus {
 
-GroupMaster::GroupMaster(const Options* options, uint32_t group, GroupTimers* timers)
-    : options_(options), group_(group), timers_(timers) {}
+GroupMaster::GroupMaster(const Options* options, uint32_t group, GroupTimers* timers,
+                         const AddressBook* book)
+    : options_(options), group_(group), timers_(timers), book_(book) {}
 
 MasterSnapshot GroupMaster::snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   return shared_;
 }
 
-const NodeInfo* GroupMaster::FindMember(uint64_t id) const {
+bool GroupMaster::FindMember(uint64_t id, NodeInfo* node) const {
+  if (book_ != nullptr) return book_->Find(id, node);
   for (const NodeInfo& n : options_->nodes) {
-    if (n.id() == id) return &n;
+    if (n.id() == id) {
+      *node = n;
+      return true;
+    }
   }
-  return nullptr;
+  return false;
 }
 
 Status GroupMaster::WithMasterAddress(const Status& s) const {
   if (!s.IsNotMaster()) return s;
   const MasterSnapshot m = snapshot();
-  const NodeInfo* master = m.node == 0 ? nullptr : FindMember(m.node);
-  if (master == nullptr || m.node == options_->self.id()) return s;
+  NodeInfo master;
+  if (m.node == 0 || m.node == options_->self.id() || !FindMember(m.node, &master)) return s;
   return Status::NotMaster("group " + std::to_string(group_) + ": " +
                            options_->self.ToString() + " is not the master; the master is " +
-                           master->ToString());
+                           master.ToString());
 }
 
 void GroupMaster::Update(const MasterSnapshot& now) {

@@ -23,6 +23,7 @@
 
 #include "chorus/options.h"
 #include "chorus/status.h"
+#include "node/address_book.h"
 #include "node/group_timers.h"
 #include "node/proposal.h"
 
@@ -48,8 +49,11 @@ struct MasterSnapshot {
 
 class GroupMaster {
  public:
-  // REQUIRES: options and timers outlive this.
-  GroupMaster(const Options* options, uint32_t group, GroupTimers* timers);
+  // REQUIRES: options, timers and book (when not null) outlive this.
+  // `book`: where the master's address is looked up (the node's address
+  // book); nullptr: Options::nodes.
+  GroupMaster(const Options* options, uint32_t group, GroupTimers* timers,
+              const AddressBook* book = nullptr);
 
   GroupMaster(const GroupMaster&) = delete;
   GroupMaster& operator=(const GroupMaster&) = delete;
@@ -59,8 +63,8 @@ class GroupMaster {
   // NotMaster naming the master's address ("... the master is ip:port")
   // when `s` is NotMaster and the snapshot knows a master; `s` otherwise.
   Status WithMasterAddress(const Status& s) const;
-  // The member with id `id`, or nullptr.
-  const NodeInfo* FindMember(uint64_t id) const;
+  // The address of node `id`: true with *node filled, false when unknown.
+  bool FindMember(uint64_t id, NodeInfo* node) const;
 
   // ---- Loop thread only ----
   // After each round: stores `now` and fires on_master_change when the
@@ -102,6 +106,7 @@ class GroupMaster {
   const Options* const options_;
   const uint32_t group_;
   GroupTimers* const timers_;
+  const AddressBook* const book_;
 
   mutable std::mutex mu_;
   MasterSnapshot shared_;  // GUARDED_BY(mu_)

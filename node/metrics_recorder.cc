@@ -91,10 +91,10 @@ void GroupMetricsRecorder::LogEvents(const RoundFacts& f) {
     Add(&master_changes_);
     if (f.master_node == 0) {
       CHORUS_LOG(logger_, kInfo, "group %u: no master known (was %s) at instance %llu", group_,
-                 NodeText(last_master_).c_str(), U(f.chosen_end));
+                 (namer_ ? namer_(last_master_) : NodeText(last_master_)).c_str(), U(f.chosen_end));
     } else if (f.master_node != self_) {
       CHORUS_LOG(logger_, kInfo, "group %u: master is now %s (epoch %llu) at instance %llu", group_,
-                 NodeText(f.master_node).c_str(), U(f.master_epoch), U(f.chosen_end));
+                 (namer_ ? namer_(f.master_node) : NodeText(f.master_node)).c_str(), U(f.master_epoch), U(f.chosen_end));
     }
   }
   if (f.self_master != last_self_master_) {

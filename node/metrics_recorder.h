@@ -20,6 +20,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "chorus/metrics.h"
 #include "chorus/status.h"
@@ -90,6 +92,11 @@ class GroupMetricsRecorder {
   // (may be null) gets the event lines.
   GroupMetricsRecorder(uint32_t group, uint64_t self, uint64_t catchup_lag, Logger* logger);
 
+  // How the log lines name a node (e.g. its address from the node's address
+  // book). Default: the ipv4:port a derived id encodes. Loop thread, before
+  // the loop starts.
+  void set_node_namer(std::function<std::string(uint64_t id)> namer) { namer_ = std::move(namer); }
+
   GroupMetricsRecorder(const GroupMetricsRecorder&) = delete;
   GroupMetricsRecorder& operator=(const GroupMetricsRecorder&) = delete;
 
@@ -121,6 +128,7 @@ class GroupMetricsRecorder {
   const uint64_t self_;
   const uint64_t catchup_lag_;
   Logger* const logger_;
+  std::function<std::string(uint64_t)> namer_;  // loop only; empty: NodeText
 
   // Any thread.
   std::atomic<uint64_t> ok_{0}, busy_{0}, timeout_{0}, not_master_{0}, stopped_{0}, other_{0};

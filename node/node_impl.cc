@@ -34,26 +34,6 @@ NodeImpl::NodeImpl(const Options& options, const RuntimeHooks& hooks)
       runtime_(GlobalTimerThread(), hooks),
       logger_(options.log_hook, options.log_level) {}
 
-// Counts a call for as long as it runs. It registers BEFORE the call looks
-// at a flag or at any group: with seq_cst on both sides (this increment,
-// then the load of the flag; the destructor's store of the flags, then its
-// load of the count) either the destructor sees the call and waits for it,
-// or the call sees the flag and returns without touching a group.
-class NodeImpl::ActiveCall {
- public:
-  explicit ActiveCall(NodeImpl* node) : node_(node) {
-    node_->active_calls_.fetch_add(1, std::memory_order_seq_cst);
-  }
-  ~ActiveCall() { node_->active_calls_.fetch_sub(1, std::memory_order_seq_cst); }
-  // Stop() was called: proposals are refused.
-  bool stopping() const { return node_->stopping_.load(std::memory_order_seq_cst); }
-  // The destructor runs: the groups are about to be freed.
-  bool destroying() const { return node_->destroying_.load(std::memory_order_seq_cst); }
-
- private:
-  NodeImpl* const node_;
-};
-
 NodeImpl::~NodeImpl() {
   destroying_.store(true, std::memory_order_seq_cst);
   Stop();  // sets stopping_ first
@@ -78,12 +58,17 @@ Status NodeImpl::OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log) {
 }
 
 Status NodeImpl::Init() {
+  Status id_status = LoadOrCreateIdentity(options_, &logger_, &identity_);
+  if (!id_status.ok()) return id_status;
+  address_book_ = std::make_unique<AddressBook>(options_, options_.group_count);
   if (options_.transport != nullptr) {
     transport_ = options_.transport;
   } else {
     TcpTransportOptions to;
     to.self = options_.self;
-    to.nodes = options_.nodes;
+    // Options::nodes and join for now; the groups' memberships are added
+    // (SetPeers) once their logs are open, before the transport starts.
+    to.nodes = address_book_->Peers();
     to.cluster_id = options_.cluster_id;
     to.max_frame_bytes = options_.max_frame_bytes;
     Logger* logger = &logger_;  // connections up/down, through the node's logger
@@ -132,6 +117,15 @@ Status NodeImpl::Init() {
   env.request_checkpoint = [transfer](uint32_t group, uint64_t peer, uint64_t above) {
     transfer->Request(group, peer, above);
   };
+  env.incarnation = identity_.incarnation;
+  env.joined = identity_.joined;
+  env.address_book = address_book_.get();
+  // A group's loop calls it; the book is thread-safe, and so is SetPeers.
+  env.on_membership_change = [this](uint32_t group, const paxos::Membership& m) {
+    if (address_book_->SetGroup(group, m) && groups_opened_.load(std::memory_order_acquire)) {
+      PushPeers();
+    }
+  };
 
   std::vector<std::vector<StateMachine*>> machines(options_.group_count);
   for (const auto& [group, sm] : options_.state_machines) machines[group].push_back(sm);
@@ -152,6 +146,9 @@ Status NodeImpl::Init() {
     }
     groups_.push_back(std::move(group));
   }
+  // Every group recorded its membership: the transport starts with the whole book.
+  groups_opened_.store(true, std::memory_order_release);
+  PushPeers();
   for (auto& group : groups_) {
     Status s = group->Start();
     if (!s.ok()) return s;
@@ -176,6 +173,10 @@ void NodeImpl::OnMessage(uint64_t from, std::string message) {
   // The top bit marks the group's checkpoint channel: off the group's loop.
   if ((prefix & kCheckpointChannel) != 0) {
     message.erase(0, 4);
+    if (IsMembershipMessage(message)) {
+      OnMembershipFrame(from, prefix & ~kCheckpointChannel, std::move(message));
+      return;
+    }
     checkpoint_transfer_->OnMessage(from, prefix & ~kCheckpointChannel, std::move(message));
     return;
   }
@@ -263,6 +264,9 @@ Status NodeImpl::GetGroupStatus(uint32_t group, GroupStatus* status) const {
   out.transfer_bytes_done = p.bytes_done;
   out.transfer_bytes_total = p.bytes_total;
   out.checkpoints_sent = p.sent;
+  const MembershipSnapshot membership = g->membership();
+  out.role = membership.role;
+  out.membership_version = membership.info.version;
   if (status != nullptr) *status = out;
   return Status::OK();
 }
@@ -293,15 +297,12 @@ Status NodeImpl::GetMaster(uint32_t group, MasterInfo* info) const {
   Status s = MasterGroup(call, group, /*refuse_when_stopping=*/false, &g);
   if (!s.ok()) return s;
   const MasterSnapshot m = g->master();
-  const NodeInfo* node = nullptr;
-  for (const NodeInfo& n : options_.nodes) {
-    if (n.id() == m.node) node = &n;
-  }
-  if (m.node == 0 || node == nullptr) {
+  NodeInfo node;
+  if (m.node == 0 || !address_book_->Find(m.node, &node)) {
     return Status::NotFound("group " + std::to_string(group) + " has no master known here");
   }
   if (info != nullptr) {
-    info->node = *node;
+    info->node = node;
     info->epoch_number = m.epoch_number;
     info->epoch_node = m.epoch_node;
     info->known = true;
@@ -335,8 +336,13 @@ Status NodeImpl::Transfer(uint32_t group, uint64_t target) {
 }
 
 Status NodeImpl::TransferMaster(uint32_t group, uint64_t node_id) {
+  // A voter of the group's newest membership (the core checks it too).
   bool member = false;
-  for (const NodeInfo& n : options_.nodes) member = member || n.id() == node_id;
+  if (Group* g = FindGroup(group)) {
+    for (const MemberInfo& m : g->membership().info.members) {
+      member = member || (m.voter && m.node.id() == node_id);
+    }
+  }
   if (!member) {
     // The other checks (group, master_election) come first, as for every call.
     ActiveCall call(this);

@@ -6,15 +6,21 @@
 #define CHORUS_NODE_NODE_IMPL_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "chorus/node.h"
+#include "node/address_book.h"
 #include "node/catchup_reader.h"
 #include "node/checkpoint_worker.h"
 #include "node/checkpoint_transfer.h"
+#include "node/data_dir_identity.h"
 #include "node/group.h"
+#include "node/membership_wire.h"
 #include "node/runtime_env.h"
 #include "utils/logging.h"
 
@@ -81,6 +87,8 @@ class NodeImpl : public Node {
   uint64_t misrouted_messages() const { return misrouted_.load(std::memory_order_relaxed); }
   // For tests: group `group`, or nullptr. Valid until the destructor.
   Group* group_for_testing(uint32_t group) const { return FindGroup(group); }
+  // The data dir's identity as Open read or created it.
+  const DataDirIdentity& identity_for_testing() const { return identity_; }
 
  private:
   Status OpenLog(uint32_t group, std::unique_ptr<LogStorage>* log);
@@ -93,6 +101,19 @@ class NodeImpl : public Node {
   Status MasterGroup(const ActiveCall& call, uint32_t group, bool refuse_when_stopping,
                      Group** out) const;
   Status Transfer(uint32_t group, uint64_t target);
+  // ---- Membership (node_membership.cc) ----
+  struct RemoteCall;
+  // A membership call: to the master, retried on NotMaster until the deadline.
+  Status RunMembershipCall(uint32_t group, MembershipOp op, uint64_t node_id, const NodeInfo* node);
+  // Sends `request` to `master` and waits for its REPLY (sent again every
+  // second). NotMaster when the group's master changed meanwhile;
+  // *unanswered: no reply came (the master may have acted).
+  Status RemoteMembershipCall(Group* g, uint64_t master, const MembershipMessage& request,
+                              std::chrono::steady_clock::time_point deadline, bool* unanswered);
+  // A membership frame of the control channel from `from` (transport thread).
+  void OnMembershipFrame(uint64_t from, uint32_t group, std::string bytes);
+  // Tells the transport the address book (Transport::SetPeers).
+  void PushPeers();
   // GetMetrics once registered (node_metrics.cc).
   Status FillMetrics(uint32_t group, GroupMetrics* metrics) const;
 
@@ -115,6 +136,18 @@ class NodeImpl : public Node {
   // groups and their stores go. Read-only pointer after Init.
   std::unique_ptr<CheckpointTransfer> checkpoint_transfer_;
   std::atomic<uint64_t> misrouted_{0};
+  // Read or created by Init before anything else; read-only afterwards.
+  DataDirIdentity identity_;
+  // Every node this one talks to (thread-safe); made by Init.
+  std::unique_ptr<AddressBook> address_book_;
+  // Set by Init once every group is open: from then on a membership change
+  // is pushed to the transport at once (before, Init pushes the whole book).
+  std::atomic<bool> groups_opened_{false};
+  // The transport answered SetPeers with NotSupported (logged once).
+  std::atomic<bool> set_peers_unsupported_{false};
+  // Membership calls waiting for a master's REPLY, by request id.
+  std::mutex remote_mu_;
+  std::map<uint64_t, std::shared_ptr<RemoteCall>> remote_calls_;  // GUARDED_BY(remote_mu_)
   // Calls of the Node API inside the node right now (see ActiveCall in the
   // .cc). The destructor waits for them to leave before the groups are
   // freed: a proposer woken by Stop may still be on its way out of
@@ -124,6 +157,26 @@ class NodeImpl : public Node {
   std::atomic<bool> destroying_{false};  // set by the destructor: no group is touched
   std::mutex stop_mu_;
   bool stopped_ = false;  // GUARDED_BY(stop_mu_)
+};
+
+// Counts a call for as long as it runs. It registers BEFORE the call looks
+// at a flag or at any group: with seq_cst on both sides (this increment,
+// then the load of the flag; the destructor's store of the flags, then its
+// load of the count) either the destructor sees the call and waits for it,
+// or the call sees the flag and returns without touching a group.
+class NodeImpl::ActiveCall {
+ public:
+  explicit ActiveCall(NodeImpl* node) : node_(node) {
+    node_->active_calls_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~ActiveCall() { node_->active_calls_.fetch_sub(1, std::memory_order_seq_cst); }
+  // Stop() was called: proposals are refused.
+  bool stopping() const { return node_->stopping_.load(std::memory_order_seq_cst); }
+  // The destructor runs: the groups are about to be freed.
+  bool destroying() const { return node_->destroying_.load(std::memory_order_seq_cst); }
+
+ private:
+  NodeImpl* const node_;
 };
 
 }  // namespace chorus

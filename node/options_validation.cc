@@ -8,6 +8,7 @@
 
 #include "chorus/state_machine.h"
 #include "node/core_options.h"
+#include "paxos/membership.h"
 
 namespace chorus {
 
@@ -105,14 +106,38 @@ Status ValidateCheckpointOptions(const Options& o) {
 }  // namespace
 
 Status ValidateNodeOptions(const Options& o) {
-  if (o.nodes.empty()) return Invalid("nodes is empty: list every member of the cluster");
+  // Exactly one of the two says how this node finds its cluster: the
+  // initial membership, or members to join through.
+  if (o.nodes.empty() && o.join.empty()) {
+    return Invalid("nodes is empty: list every member of the cluster (or set join to join an "
+                   "existing one)");
+  }
+  if (!o.nodes.empty() && !o.join.empty()) {
+    return Invalid("nodes and join are both set: give nodes (the initial membership) or join "
+                   "(members of an existing cluster), not both");
+  }
+  if (Status v = o.self.Validate(); !v.ok()) return Invalid("self: " + v.message());
   std::set<uint64_t> ids;
   for (const NodeInfo& n : o.nodes) {
-    if (n.id() == 0 || n.port == 0) return Invalid("node '" + n.ToString() + "' is not a valid ipv4:port");
+    if (Status v = n.Validate(); !v.ok()) return Invalid("nodes: " + v.message());
     if (!ids.insert(n.id()).second) return Invalid("node " + n.ToString() + " is listed twice");
   }
-  if (ids.count(o.self.id()) == 0 || o.self.id() == 0) {
+  if (!o.nodes.empty() && ids.count(o.self.id()) == 0) {
     return Invalid("self " + o.self.ToString() + " is not in nodes");
+  }
+  std::set<uint64_t> join_ids;
+  for (const NodeInfo& n : o.join) {
+    if (Status v = n.Validate(); !v.ok()) return Invalid("join: " + v.message());
+    // Self may be listed (the same member list on every node): it is skipped.
+    if (n.id() == o.self.id()) continue;
+    if (!join_ids.insert(n.id()).second) return Invalid("join lists " + n.ToString() + " twice");
+  }
+  if (!o.join.empty() && join_ids.empty()) {
+    return Invalid("join names no member but self " + o.self.ToString());
+  }
+  if (o.nodes.size() > paxos::kMaxMembers || o.join.size() > paxos::kMaxMembers) {
+    return Invalid("nodes / join list more than " + std::to_string(paxos::kMaxMembers) +
+                   " members");
   }
   if (o.group_count < 1) return Invalid("group_count must be >= 1, got " + std::to_string(o.group_count));
   if (o.data_dir.empty() && !o.log_storage_factory) {
@@ -131,6 +156,19 @@ Status ValidateNodeOptions(const Options& o) {
   if (!(s = CheckPositive("accept_timeout_ms", o.accept_timeout_ms)).ok()) return s;
   if (!(s = CheckPositive("learn_interval_ms", o.learn_interval_ms)).ok()) return s;
   if (!(s = CheckPositive("max_inflight", o.max_inflight)).ok()) return s;
+  // Membership rule M2 (paxos/membership.h): the pipeline must fit in the
+  // activation distance, which the runtime fixes at the default.
+  if (static_cast<uint64_t>(o.max_inflight) > paxos::kDefaultActivationDistance) {
+    return Invalid("max_inflight must be at most " +
+                   std::to_string(paxos::kDefaultActivationDistance) +
+                   " (the membership activation distance), got " + std::to_string(o.max_inflight));
+  }
+  if (!(s = CheckPositive("membership_timeout_ms", o.membership_timeout_ms)).ok()) return s;
+  if (!(s = CheckPositive("member_live_ms", o.member_live_ms)).ok()) return s;
+  if (o.catch_up_margin_instances > (uint64_t{1} << 48)) {
+    return Invalid("catch_up_margin_instances must be at most 2^48, got " +
+                   std::to_string(o.catch_up_margin_instances));
+  }
   if (!(s = CheckPositive("max_waiting_proposals", o.max_waiting_proposals)).ok()) return s;
   if (!(s = CheckPositive("max_queue_wait_ms", o.max_queue_wait_ms)).ok()) return s;
   if (!(s = CheckPositive("batch_max_count", o.batch_max_count)).ok()) return s;

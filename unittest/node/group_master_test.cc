@@ -107,8 +107,10 @@ TEST_F(GroupMasterTest, NotMasterGetsTheMastersAddress) {
   EXPECT_NE(s.message().find("127.0.0.1:7003"), std::string::npos) << s.ToString();
   EXPECT_TRUE(master_->WithMasterAddress(Status::OK()).ok());
   EXPECT_TRUE(master_->WithMasterAddress(Status::Busy("x")).IsBusy());
-  EXPECT_EQ(master_->FindMember(id(1)), &options_.nodes[1]);
-  EXPECT_EQ(master_->FindMember(99), nullptr);
+  NodeInfo found;
+  ASSERT_TRUE(master_->FindMember(id(1), &found));
+  EXPECT_EQ(found, options_.nodes[1]);
+  EXPECT_FALSE(master_->FindMember(99, &found));
 }
 
 TEST_F(GroupMasterTest, ABarrierWaitsUntilTheReadPointIsExecuted) {

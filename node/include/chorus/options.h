@@ -37,7 +37,8 @@ struct Options {
   // once its peers are told its new address and keep its id: "id@host:port").
   std::vector<NodeInfo> nodes;
   // Join an existing cluster as a NEW node, through these members (any
-  // subset of them; `nodes` must then be empty). On its first start (with
+  // subset of them; self may be listed and is skipped, so every node can be
+  // given one list; `nodes` must then be empty). On its first start (with
   // create_if_missing) the node creates an empty data dir that is marked
   // "joined", learns each group's membership and log (or a checkpoint) from
   // them, and does not vote until a member adds it (Node::AddMember on any
