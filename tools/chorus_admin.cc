@@ -3,7 +3,7 @@
 // data_dir.h: a live dir is refused; a stopped one is read through a
 // private copy).
 //
-//   chorus_admin [--json] [--checkpoint_dir=DIR] inspect DATA_DIR
+//   chorus_admin [--json] [--checkpoint_dir=DIR] [--nodes=LIST] inspect DATA_DIR
 //   chorus_admin [--json] verify DATA_DIR [--group=G]
 //   chorus_admin [--json] [--hex] dump DATA_DIR --group=G [--from=A] [--to=B] [--limit=N]
 //   chorus_admin [--json] live IP:PORT[,IP:PORT...]
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "chorus/status.h"
+#include "chorus/transport.h"
 #include "node/checkpoint_store.h"
 #include "node/fs_util.h"
 #include "tools/admin/data_dir.h"
@@ -31,11 +32,13 @@ namespace admin {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: chorus_admin [--json] [--checkpoint_dir=DIR] inspect DATA_DIR\n"
+    "usage: chorus_admin [--json] [--checkpoint_dir=DIR] [--nodes=LIST] inspect DATA_DIR\n"
     "       chorus_admin [--json] verify DATA_DIR [--group=G]\n"
     "       chorus_admin [--json] [--hex] dump DATA_DIR --group=G [--from=A] [--to=B] [--limit=N]\n"
     "       chorus_admin [--json] live IP:PORT[,IP:PORT...]   (a node's /status endpoint)\n"
-    "Offline commands never modify DATA_DIR: one a live node holds is refused (exit 2).\n";
+    "Offline commands never modify DATA_DIR: one a live node holds is refused (exit 2).\n"
+    "inspect shows the membership the log recorded; --nodes=[id@]host:port,... (the node's\n"
+    "initial --nodes) is shown as the genesis for a log that recorded none.\n";
 
 struct Args {
   std::string command, target;
@@ -200,6 +203,21 @@ int main(int argc, char** argv) {
     return a.Has("help") ? 0 : 2;
   }
   Output out(a.Has("json"));
+  if (a.Has("nodes")) {
+    std::vector<chorus::NodeInfo> nodes;
+    const chorus::Status s = chorus::NodeInfo::ParseList(a.Get("nodes"), &nodes);
+    if (!s.ok()) {
+      std::fprintf(stderr, "chorus_admin: --nodes: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    std::vector<std::string> genesis;
+    for (const chorus::NodeInfo& n : nodes) {
+      chorus::NodeInfo address = n;
+      address.node_id = 0;
+      genesis.push_back(std::to_string(n.id()) + "@" + address.ToString());
+    }
+    out.set_genesis(genesis);
+  }
   if (a.command == "inspect") return Inspect(a, &out);
   if (a.command == "verify") return Verify(a, &out);
   if (a.command == "dump") return Dump(a, &out);

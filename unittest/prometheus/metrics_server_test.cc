@@ -59,7 +59,17 @@ TEST(MetricsServerTest, ScrapedCountersMoveAfterProposals) {
   int code = 0;
   const std::string status = HttpGet(server->port(), "/status", &code);
   EXPECT_EQ(code, 200);
-  EXPECT_NE(status.find("\"members\":[\"" + cluster.info(0).ToString()), std::string::npos)
+  EXPECT_NE(status.find("\"initial_members\":[\"" + cluster.info(0).ToString()), std::string::npos)
+      << status;
+  // The membership this node knows: the genesis (v0), the three voters.
+  std::string members;
+  for (int i = 0; i < 3; ++i) {
+    members += std::string(i ? "," : "") + "{\"id\":" + std::to_string(cluster.info(i).id()) +
+               ",\"node\":\"" + cluster.info(i).ToString() + "\",\"voter\":true}";
+  }
+  EXPECT_NE(status.find("\"role\":\"voter\",\"membership\":{\"version\":0,\"active_from\":0,"
+                        "\"pending\":false,\"members\":[" + members + "]}"),
+            std::string::npos)
       << status;
   EXPECT_NE(status.find("\"master\":\"" + cluster.info(master).ToString() + "\""),
             std::string::npos)
@@ -70,7 +80,8 @@ TEST(MetricsServerTest, ScrapedCountersMoveAfterProposals) {
   server->Stop();
 }
 
-// chorus_admin live: every member's /status, the master, lags.
+// chorus_admin live: every member's /status, the master, lags, roles and
+// the membership.
 TEST(MetricsServerTest, ChorusAdminLiveReadsEveryMember) {
   OpsCluster cluster(3, /*election=*/true);
   ASSERT_TRUE(cluster.StartAll().ok());
@@ -100,6 +111,7 @@ TEST(MetricsServerTest, ChorusAdminLiveReadsEveryMember) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find(cluster.info(master).ToString()), std::string::npos) << out;
   EXPECT_NE(out.find("master"), std::string::npos) << out;
+  EXPECT_NE(out.find("group 0 membership v0 (active from 0): voters "), std::string::npos) << out;
   out = run("--json live " + endpoints, &code);
   EXPECT_EQ(code, 0) << out;
   for (int i = 0; i < 3; ++i) {
@@ -109,6 +121,8 @@ TEST(MetricsServerTest, ChorusAdminLiveReadsEveryMember) {
   EXPECT_NE(out.find("\"is_master\":true"), std::string::npos) << out;
   EXPECT_NE(out.find("\"lag\":"), std::string::npos) << out;
   EXPECT_NE(out.find("\"errors\":[]"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"role\":\"voter\",\"membership_version\":0"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"memberships\":[{\"group\":0,\"version\":0,"), std::string::npos) << out;
   for (auto& s : servers) s->Stop();
 }
 
