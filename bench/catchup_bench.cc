@@ -53,8 +53,10 @@ DEFINE_uint64(instances, 100000, "values committed before the new node joins (on
 DEFINE_uint64(bytes, 1024, "bytes per value");
 DEFINE_int32(clients, 32, "proposing threads while the log is built");
 DEFINE_int32(repeats, 3, "runs per mode (the median is printed)");
-DEFINE_string(modes, "log,checkpoint", "log (checkpoints off), checkpoint (checkpoints on), or both");
-DEFINE_uint64(checkpoint_interval, 0, "checkpoint mode: instances per checkpoint (0: instances/10)");
+DEFINE_string(modes, "log,checkpoint",
+              "log (checkpoints off), checkpoint (checkpoints on), or both");
+DEFINE_uint64(checkpoint_interval, 0,
+              "checkpoint mode: instances per checkpoint (0: instances/10)");
 DEFINE_uint64(log_keep, 1000, "checkpoint mode: instances of log kept below a checkpoint");
 DEFINE_bool(sync_writes, true, "Options::sync_writes of every node");
 DEFINE_int32(timeout_s, 1800, "give up a run after this long");
@@ -296,7 +298,8 @@ int Mode(const std::string& mode, const std::shared_ptr<const std::string>& padd
     std::printf("%s catch-up: %llu instances x %llu B (%.1f MB) in %.3f s (median of %d: %s s)"
                 " = %.0f instances/s, %.1f MB/s; AddFollower %.3f s; checkpoints loaded %llu,"
                 " members' log start %llu; build %.1f s; load %.2f\n",
-                checkpoints ? "checkpoint" : "log", static_cast<unsigned long long>(FLAGS_instances),
+                checkpoints ? "checkpoint" : "log",
+                static_cast<unsigned long long>(FLAGS_instances),
                 static_cast<unsigned long long>(FLAGS_bytes),
                 static_cast<double>(FLAGS_instances * FLAGS_bytes) / (1 << 20), t, FLAGS_repeats,
                 Samples(times).c_str(), per_s, mb_s, bench::Median(adds),
@@ -317,13 +320,16 @@ int main(int argc, char** argv) {
       "time for a new empty node (Options::join + AddFollower) to catch up N instances",
       &argc, &argv);
   if (FLAGS_instances == 0 || FLAGS_bytes == 0 || FLAGS_repeats < 1 || FLAGS_clients < 1) {
-    std::fprintf(stderr, "catchup_bench: --instances, --bytes, --repeats, --clients must be >= 1\n");
+    std::fprintf(stderr,
+                 "catchup_bench: --instances, --bytes, --repeats, --clients must be >= 1\n");
     return 2;
   }
   const auto padding = std::make_shared<const std::string>(
       chorus::RandomBytes(static_cast<size_t>(FLAGS_instances * FLAGS_bytes), 7));
   for (const char* mode : {"log", "checkpoint"}) {
-    if (("," + FLAGS_modes + ",").find(std::string(",") + mode + ",") == std::string::npos) continue;
+    const bool wanted = ("," + FLAGS_modes + ",").find(std::string(",") + mode + ",") !=
+                        std::string::npos;
+    if (!wanted) continue;
     const int rc = chorus::Mode(mode, padding);
     if (rc != 0) return rc;
   }

@@ -212,9 +212,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> genesis;
     for (const chorus::NodeInfo& n : nodes) {
-      chorus::NodeInfo address = n;
-      address.node_id = 0;
-      genesis.push_back(std::to_string(n.id()) + "@" + address.ToString());
+      genesis.push_back(MemberText({n.id(), true, n.ToString(), 0}));
     }
     out.set_genesis(genesis);
   }

@@ -187,7 +187,8 @@ std::string MasterLine(chorus::Node* node, uint32_t group) {
 // Proposes one stdin line; Busy (never proposed, e.g. no master elected
 // yet) is retried for --retry_ms.
 void ProposeLine(chorus::Node* node, uint32_t group, const std::string& line, bool* stopped) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(FLAGS_retry_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(FLAGS_retry_ms);
   while (true) {
     uint64_t instance = 0;
     chorus::Status st = node->Propose(group, line, &instance);

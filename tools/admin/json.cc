@@ -26,9 +26,7 @@ class Parser {
     return Status::Corruption("JSON: " + what + " at offset " + std::to_string(p_));
   }
   void Space() {
-    while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\n' || t_[p_] == '\r' || t_[p_] == '\t')) {
-      ++p_;
-    }
+    while (p_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[p_]))) ++p_;
   }
   bool Literal(const char* word) {
     const std::string w(word);
@@ -158,9 +156,8 @@ const Json& Json::operator[](const std::string& key) const {
 }
 
 uint64_t Json::u64() const {
-  if (type != kNumber || text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-    return 0;
-  }
+  if (type != kNumber || text.empty()) return 0;
+  if (text.find_first_not_of("0123456789") != std::string::npos) return 0;
   return std::strtoull(text.c_str(), nullptr, 10);
 }
 

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "chorus/transport.h"
 #include "leveldb/db.h"
 #include "node/leveldb_log_format.h"
 #include "node/value_codec.h"
@@ -214,6 +215,9 @@ Status Verify(leveldb::DB* db, VerifyResult* out) {
 std::string MemberText(const ConfigMember& m) {
   const std::string id = std::to_string(m.id);
   if (m.address.compare(0, id.size() + 1, id + "@") == 0) return m.address;
+  // An address whose IPv4 host and port derive the id says it all.
+  NodeInfo n;
+  if (NodeInfo::Parse(m.address, &n).ok() && n.node_id == 0 && n.id() == m.id) return m.address;
   return id + "@" + (m.address.empty() ? "?" : m.address);
 }
 

@@ -98,8 +98,9 @@ struct DumpedRecord {
   std::string problem;              // a record that fails its crc or does not parse
 };
 
-// "id@address" of a member (the address as recorded, unless it already
-// starts with its id), and "voters a, b; followers -" of a member set.
+// "id@address" of a member (the address as recorded; as is when it starts
+// with its id already, or when its IPv4 host and port derive the id), and
+// "voters a, b; followers -" of a member set.
 std::string MemberText(const ConfigMember& m);
 std::string MemberLists(const std::vector<ConfigMember>& members);
 // What a system value (envelope id `id`, data `data`) says.

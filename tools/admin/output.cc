@@ -71,7 +71,9 @@ std::string Hex(const std::string& bytes) {
 void Output::MembershipJson(const LogSummary& s) {
   if (!s.has_membership) {
     std::printf("{\"recorded\":false");
-    if (!s.membership_error.empty()) std::printf(",\"error\":%s", JsonString(s.membership_error).c_str());
+    if (!s.membership_error.empty()) {
+      std::printf(",\"error\":%s", JsonString(s.membership_error).c_str());
+    }
     if (!genesis_.empty()) {
       std::printf(",\"genesis_from_flag\":[");
       for (size_t i = 0; i < genesis_.size(); ++i) {
