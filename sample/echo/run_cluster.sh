@@ -240,7 +240,9 @@ seq_of 3
 echo "run_cluster: node 3 killed (kill -9) for good; its data dir is never used again"
 start 4 --join="$(addr 1),$(addr 2)" --create_if_missing
 r=$(ask 4 '!members' 'admin op=members ')
+[[ "$r" == *" status=OK" ]] && r=$(grep '^members ' "$tmp/out4" | tail -n 1)
 echo "run_cluster: node 4 started empty with --join: $r"
+[[ "$r" == *" role=joining "* ]] || fail "node 4 is not joining before it is added: $r"
 
 # admin I LINE OP: runs the admin LINE on node I until it is not refused
 # with Busy (no master known right after node 3 died, or another change

@@ -10,11 +10,12 @@
 # (every CKPT_INTERVAL instances, LOG_KEEP kept), info logging on. It
 #  1. starts replicas 1..3 and waits for a master; a writer in the background
 #     SETs key<k> = value<k> through nodes 1 and 2 in turn (one every 0.05 s)
-#     and records each reply;
+#     and records each reply; 3 x CKPT_INTERVAL INCRs make the members
+#     checkpoint and trim their logs;
 #  2. kills node 3 with kill -9 for good, starts node 4 with an empty data dir
 #     and --join (through nodes 1 and 2): CHORUS.MEMBERS on it says "joining";
 #  3. CHORUS.ADDMEMBER 4@... through node 1 (a follower, a voter once it caught
-#     up: by loading a checkpoint when the others trimmed their logs), then
+#     up: by loading a checkpoint, which it must have done), then
 #     CHORUS.REMOVEMEMBER 3 through node 1; both +OK (TRYAGAIN, e.g. no master
 #     right after node 3 died, is retried); CHORUS.MEMBERS on nodes 1 and 4
 #     lists voters 1, 2, 4 and no follower; INFO of node 4: member_role:voter;
@@ -112,7 +113,7 @@ writer() {
     sleep 0.05
   done
 }
-writes() { wc -l <"$tmp/writes" 2>/dev/null || echo 0; }
+writes() { if [ -f "$tmp/writes" ]; then wc -l <"$tmp/writes"; else echo 0; fi; }
 wait_writes() {
   local target=$(( $(writes) + $1 ))
   until [ "$(writes)" -ge "$target" ]; do
@@ -128,6 +129,15 @@ echo "replace_node: replicas 1, 2, 3 agree on master node $m"
 writer &
 pids[4]=$!
 wait_writes 20
+# Enough instances for the members to checkpoint and trim their logs: the
+# new node must then catch up by loading a checkpoint.
+r=$(cli 1 -r "$((3 * ckpt_interval))" INCR filler | tail -n 1)
+[ "$r" = "$((3 * ckpt_interval))" ] || fail "node 1: INCR filler: $r"
+until [ "$(field 1 log_start)" -gt 0 ] && [ "$(field 2 log_start)" -gt 0 ]; do
+  in_time || fail "nodes 1 and 2 did not trim their logs (log_start $(field 1 log_start), $(field 2 log_start))"
+  sleep 0.1
+done
+echo "replace_node: nodes 1 and 2 trimmed their logs (log_start $(field 1 log_start), $(field 2 log_start))"
 
 # 2. Node 3 dies for good; node 4 starts empty and joins.
 { kill -KILL "${pids[2]}"; wait "${pids[2]}"; } 2>/dev/null || true
@@ -151,6 +161,8 @@ for i in 1 4; do
     fail "node $i: not voters 1, 2, 4 and no follower: $r"
 done
 [ "$(field 4 member_role)" = voter ] || fail "node 4: INFO member_role is $(field 4 member_role)"
+[ "$(field 4 kv_checkpoints_loaded)" -ge 1 ] ||
+  fail "node 4 caught up past trimmed logs without loading a checkpoint"
 echo "replace_node: node 4: member_role:voter membership_version:$(field 4 membership_version)" \
   "kv_checkpoints_loaded:$(field 4 kv_checkpoints_loaded) executed_instance:$(field 4 executed_instance)"
 
