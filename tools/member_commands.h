@@ -41,6 +41,14 @@ inline const char* MemberRoleText(MemberRole role) {
   return "unknown";
 }
 
+// "id@host:port", or "ip:port" when the IPv4 host and port derive the id
+// (the membership records every id explicitly).
+inline std::string DisplayAddress(const NodeInfo& node) {
+  NodeInfo plain = node;
+  plain.node_id = 0;
+  return plain.id() == node.id() ? plain.ToString() : node.ToString();
+}
+
 // The members of `info` that are voters (or followers), "id@host:port"
 // comma separated (NodeInfo::ToString, with the id always shown); "-" for none.
 inline std::string MemberList(const MembershipInfo& info, bool voters) {

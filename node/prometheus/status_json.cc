@@ -26,11 +26,19 @@ std::string Quote(const std::string& s) {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
+// "id@host:port", or "ip:port" when the IPv4 host and port derive the id
+// (the membership records every id explicitly).
+std::string Address(const NodeInfo& node) {
+  NodeInfo plain = node;
+  plain.node_id = 0;
+  return plain.id() == node.id() ? plain.ToString() : node.ToString();
+}
+
 std::string NodeList(const std::vector<NodeInfo>& nodes) {
   std::string out = "[";
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i > 0) out += ",";
-    out += Quote(nodes[i].ToString());
+    out += Quote(Address(nodes[i]));
   }
   return out + "]";
 }
@@ -63,7 +71,7 @@ std::string MembershipJson(const Node& node, uint32_t group, const GroupStatus& 
   for (size_t i = 0; i < info.members.size(); ++i) {
     const MemberInfo& m = info.members[i];
     if (i > 0) out += ",";
-    out += "{\"id\":" + Num(m.node.id()) + ",\"node\":" + Quote(m.node.ToString()) +
+    out += "{\"id\":" + Num(m.node.id()) + ",\"node\":" + Quote(Address(m.node)) +
            ",\"voter\":" + (m.voter ? "true" : "false") + "}";
   }
   return out + "]}";
@@ -72,7 +80,7 @@ std::string MembershipJson(const Node& node, uint32_t group, const GroupStatus& 
 }  // namespace
 
 std::string StatusJson(const Node& node, const Options& options) {
-  std::string out = "{\"node\":" + Quote(options.self.ToString()) +
+  std::string out = "{\"node\":" + Quote(Address(options.self)) +
                     ",\"node_id\":" + Num(node.node_id()) +
                     ",\"cluster_id\":" + Num(options.cluster_id) +
                     ",\"initial_members\":" + NodeList(options.nodes) +
@@ -94,7 +102,7 @@ std::string StatusJson(const Node& node, const Options& options) {
            ",\"checkpoint_instance\":" + Num(st.checkpoint_instance);
     MasterInfo master;
     if (options.master_election && node.GetMaster(group, &master).ok()) {
-      out += ",\"master\":" + Quote(master.node.ToString()) +
+      out += ",\"master\":" + Quote(Address(master.node)) +
              ",\"master_id\":" + Num(master.node.id()) +
              ",\"master_epoch\":" + Num(master.epoch_number);
     } else {

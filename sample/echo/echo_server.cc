@@ -180,7 +180,7 @@ std::string MasterLine(chorus::Node* node, uint32_t group) {
   chorus::MasterInfo m;
   const bool known = FLAGS_master_election && node->GetMaster(group, &m).ok() && m.known;
   return "master node=" + std::to_string(known ? m.node.id() : 0) +
-         " addr=" + (known ? m.node.ToString() : std::string("none")) +
+         " addr=" + (known ? chorus::DisplayAddress(m.node) : std::string("none")) +
          " is_master=" + (node->IsMaster(group) ? "1" : "0");
 }
 

@@ -178,7 +178,7 @@ class ReplicaBackend : public chorus::kv::KvBackend {
     };
     s += "# Chorus\r\nnode:" + FLAGS_node + "\r\n";
     field("node_id", node_->node_id());
-    s += "master:" + (known ? m.node.ToString() : std::string("none")) + "\r\n";
+    s += "master:" + (known ? chorus::DisplayAddress(m.node) : std::string("none")) + "\r\n";
     field("master_id", known ? m.node.id() : 0);
     field("master_epoch", known ? m.epoch_number : 0);
     field("is_master", is_master ? 1 : 0);

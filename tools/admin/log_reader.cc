@@ -214,10 +214,13 @@ Status Verify(leveldb::DB* db, VerifyResult* out) {
 
 std::string MemberText(const ConfigMember& m) {
   const std::string id = std::to_string(m.id);
-  if (m.address.compare(0, id.size() + 1, id + "@") == 0) return m.address;
-  // An address whose IPv4 host and port derive the id says it all.
   NodeInfo n;
-  if (NodeInfo::Parse(m.address, &n).ok() && n.node_id == 0 && n.id() == m.id) return m.address;
+  if (NodeInfo::Parse(m.address, &n).ok()) {
+    // An id that the IPv4 host and port derive goes without saying.
+    n.node_id = 0;
+    if (n.id() == m.id) return n.ToString();
+  }
+  if (m.address.compare(0, id.size() + 1, id + "@") == 0) return m.address;
   return id + "@" + (m.address.empty() ? "?" : m.address);
 }
 

@@ -98,8 +98,8 @@ struct DumpedRecord {
   std::string problem;              // a record that fails its crc or does not parse
 };
 
-// "id@address" of a member (the address as recorded; as is when it starts
-// with its id already, or when its IPv4 host and port derive the id), and
+// "id@address" of a member (the address as recorded, with its id; just
+// "ip:port" when that IPv4 host and port derive the id), and
 // "voters a, b; followers -" of a member set.
 std::string MemberText(const ConfigMember& m);
 std::string MemberLists(const std::vector<ConfigMember>& members);
