@@ -5,6 +5,7 @@
 // and the master; other paths get 404.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -62,10 +63,13 @@ TEST(MetricsServerTest, ScrapedCountersMoveAfterProposals) {
   EXPECT_NE(status.find("\"initial_members\":[\"" + cluster.info(0).ToString()), std::string::npos)
       << status;
   // The membership this node knows: the genesis (v0), the three voters.
+  std::vector<NodeInfo> sorted = {cluster.info(0), cluster.info(1), cluster.info(2)};
+  std::sort(sorted.begin(), sorted.end(),
+            [](const NodeInfo& a, const NodeInfo& b) { return a.id() < b.id(); });
   std::string members;
-  for (int i = 0; i < 3; ++i) {
-    members += std::string(i ? "," : "") + "{\"id\":" + std::to_string(cluster.info(i).id()) +
-               ",\"node\":\"" + cluster.info(i).ToString() + "\",\"voter\":true}";
+  for (const NodeInfo& n : sorted) {
+    members += std::string(members.empty() ? "" : ",") + "{\"id\":" + std::to_string(n.id()) +
+               ",\"node\":\"" + n.ToString() + "\",\"voter\":true}";
   }
   EXPECT_NE(status.find("\"role\":\"voter\",\"membership\":{\"version\":0,\"active_from\":0,"
                         "\"pending\":false,\"members\":[" + members + "]}"),
