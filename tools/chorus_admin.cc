@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chorus/status.h"
@@ -115,13 +116,30 @@ Status CheckNotLive(const std::string& data_dir, const std::vector<uint32_t>& gr
   return Status::OK();
 }
 
+// data_dir/IDENTITY as "key value" pairs (none when absent or unreadable).
+std::vector<std::pair<std::string, std::string>> ReadIdentity(const std::string& data_dir) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::string text;
+  if (!ReadWholeFile(data_dir + "/IDENTITY", &text).ok()) return pairs;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    const size_t space = line.find(' ');
+    if (space != std::string::npos) pairs.emplace_back(line.substr(0, space), line.substr(space + 1));
+    start = end + 1;
+  }
+  return pairs;
+}
+
 int Inspect(const Args& a, Output* out) {
   std::vector<uint32_t> groups;
   Status s = Groups(a, &groups);
   if (s.ok()) s = CheckNotLive(a.target, groups);
   if (!s.ok()) return Fail(s);
   const std::string cdir = a.Get("checkpoint_dir", a.target + "/checkpoints");
-  out->BeginInspect(a.target);
+  out->BeginInspect(a.target, ReadIdentity(a.target));
   for (uint32_t g : groups) {
     std::unique_ptr<GroupCopy> copy;
     s = GroupCopy::Open(a.target + "/g" + std::to_string(g), &copy);

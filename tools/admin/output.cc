@@ -133,11 +133,37 @@ void Output::MembershipTable(const LogSummary& s) {
   }
 }
 
-void Output::BeginInspect(const std::string& data_dir) {
+void Output::BeginInspect(const std::string& data_dir,
+                          const std::vector<std::pair<std::string, std::string>>& identity) {
+  auto get = [&identity](const std::string& key) {
+    for (const auto& kv : identity) {
+      if (kv.first == key) return kv.second;
+    }
+    return std::string("?");
+  };
   if (json_) {
-    std::printf("{\"data_dir\":%s,\"groups\":[", JsonString(data_dir).c_str());
+    std::printf("{\"data_dir\":%s,\"identity\":", JsonString(data_dir).c_str());
+    if (identity.empty()) {
+      std::printf("null");
+    } else {
+      std::printf("{");
+      for (size_t i = 0; i < identity.size(); ++i) {
+        std::printf("%s%s:%s", i ? "," : "", JsonString(identity[i].first).c_str(),
+                    JsonString(identity[i].second).c_str());
+      }
+      std::printf("}");
+    }
+    std::printf(",\"groups\":[");
+    return;
+  }
+  std::printf("data dir %s\n", data_dir.c_str());
+  if (identity.empty()) {
+    std::printf("  %-20s none (a data dir of an older chorus)\n", "IDENTITY");
   } else {
-    std::printf("data dir %s\n", data_dir.c_str());
+    std::printf("  %-20s cluster %s, node %s, incarnation %s, %s\n", "IDENTITY",
+                get("cluster_id").c_str(), get("node_id").c_str(), get("incarnation").c_str(),
+                get("joined") == "1" ? "created to join (Options::join)"
+                                     : "not created to join");
   }
 }
 

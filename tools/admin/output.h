@@ -21,7 +21,10 @@ class Output {
   // (chorus_admin --nodes: the node's initial Options::nodes).
   void set_genesis(std::vector<std::string> nodes) { genesis_ = std::move(nodes); }
 
-  void BeginInspect(const std::string& data_dir);
+  // `identity`: the data dir's IDENTITY file as "key value" pairs (empty:
+  // the dir has none, e.g. one of an older chorus).
+  void BeginInspect(const std::string& data_dir,
+                    const std::vector<std::pair<std::string, std::string>>& identity);
   void Group(uint32_t group, const LogSummary& s, bool has_checkpoint, uint64_t checkpoint,
              uint32_t checkpoint_checksum, uint64_t checkpoint_bytes, int checkpoints);
   void BeginVerify(const std::string& data_dir);

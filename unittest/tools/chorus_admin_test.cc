@@ -272,6 +272,11 @@ TEST(ChorusAdminTest, MembershipChangesAreLoggedAndInspected) {
   // Offline: the newest configuration, and the ones the log still keeps.
   AdminRun r = Admin("inspect " + cluster.data_dir(3));
   EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("IDENTITY             cluster 91, node " +
+                       std::to_string(cluster.info(3).id()) + ", incarnation "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("created to join (Options::join)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("membership           v3 (active from "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("): voters " + Voters(cluster, {0, 1, 3}) + "; followers -\n"),
             std::string::npos)
