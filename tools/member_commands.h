@@ -49,16 +49,21 @@ inline std::string DisplayAddress(const NodeInfo& node) {
   return plain.id() == node.id() ? plain.ToString() : node.ToString();
 }
 
-// The members of `info` that are voters (or followers), "id@host:port"
-// comma separated (NodeInfo::ToString, with the id always shown); "-" for none.
+// "id@host:port" of a member, with its id always shown.
+inline std::string MemberText(const MemberInfo& m) {
+  NodeInfo address = m.node;
+  address.node_id = 0;  // ToString without the id: it is printed first
+  return std::to_string(m.node.id()) + "@" + address.ToString();
+}
+
+// The members of `info` that are voters (or followers), MemberText comma
+// separated; "-" for none.
 inline std::string MemberList(const MembershipInfo& info, bool voters) {
   std::string out;
   for (const MemberInfo& m : info.members) {
     if (m.voter != voters) continue;
-    NodeInfo address = m.node;
-    address.node_id = 0;  // ToString without the id: it is printed first, always
     if (!out.empty()) out += ",";
-    out += std::to_string(m.node.id()) + "@" + address.ToString();
+    out += MemberText(m);
   }
   return out.empty() ? "-" : out;
 }

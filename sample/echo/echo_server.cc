@@ -51,9 +51,9 @@
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <sstream>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>

@@ -149,12 +149,10 @@ class ReplicaBackend : public chorus::kv::KvBackend {
     lines->push_back("active_from " + std::to_string(info.active_from));
     lines->push_back(std::string("pending ") + (info.pending ? "1" : "0"));
     lines->push_back(std::string("role ") + chorus::MemberRoleText(g.role));
-    for (const bool voters : {true, false}) {
-      chorus::MembershipInfo one;
+    for (const bool voters : {true, false}) {  // voters first
       for (const chorus::MemberInfo& m : info.members) {
         if (m.voter != voters) continue;
-        one.members = {m};
-        lines->push_back((voters ? "voter " : "follower ") + chorus::MemberList(one, voters));
+        lines->push_back((voters ? "voter " : "follower ") + chorus::MemberText(m));
       }
     }
     return s;
