@@ -39,17 +39,8 @@ values_per_node=${VALUES_PER_NODE:-5}
 
 . "$root/sample/cluster_lib.sh"
 cluster_init echo 4
-# Node I has id I ("I@127.0.0.1:port"); NODE_IDS=0: plain "127.0.0.1:port"
-# addresses, whose ids the IPv4 address and port derive.
-explicit_ids=${NODE_IDS:-1}
-id() {
-  if [ "$explicit_ids" = 1 ]; then echo "$1"; else echo $(( (2130706433 << 16) | ports[$1 - 1] )); fi
-}
-addr() {
-  if [ "$explicit_ids" = 1 ]; then echo "$1@127.0.0.1:${ports[$(($1 - 1))]}"; else echo "127.0.0.1:${ports[$(($1 - 1))]}"; fi
-}
-# member I: node I as the membership lists print it (always with its id).
-member() { echo "$(id "$1")@127.0.0.1:${ports[$(($1 - 1))]}"; }
+# Node I has id I: "I@127.0.0.1:port" (NodeInfo's explicit id).
+addr() { echo "$1@127.0.0.1:${ports[$(($1 - 1))]}"; }
 nodes="$(addr 1),$(addr 2),$(addr 3)"
 echo "run_cluster: nodes $nodes, spare $(addr 4), data under $tmp"
 now() { date +%s; }
@@ -186,10 +177,10 @@ check_sequences 1 2 3
 # dir: it must replay its own log and learn what it missed from the others,
 # with no manual repair. A master hands over first (part 3 kills a master).
 m=$(wait_master 0 1 2 3)
-if [ "$m" = "$(id 3)" ]; then
+if [ "$m" = 3 ]; then
   r=$(ask 3 '!stepdown' 'admin op=stepdown ')
   [[ "$r" == *" status=OK" ]] || fail "node 3: $r"
-  m=$(wait_master "$(id 3)" 1 2)
+  m=$(wait_master 3 1 2)
   echo "run_cluster: node 3 was the master: it stepped down, node $m took over"
 fi
 echo "run_cluster: kill -9 node 3, propose more through node 1, restart node 3"
@@ -262,10 +253,10 @@ echo "run_cluster: node 1: !add $(addr 4) -> $r"
 r=$(ask 4 '!members' 'members ')
 echo "run_cluster: node 4: $r"
 [[ "$r" == *" role=voter "* ]] || fail "node 4 is not a voter after !add: $r"
-r=$(admin 1 "!remove $(id 3)" remove)
-echo "run_cluster: node 1: !remove $(id 3) -> $r"
-[[ "$r" == *" status=OK" ]] || fail "node 1: !remove $(id 3): $r"
-want="voters=$(member 1),$(member 2),$(member 4) followers=-"
+r=$(admin 1 "!remove 3" remove)
+echo "run_cluster: node 1: !remove 3 -> $r"
+[[ "$r" == *" status=OK" ]] || fail "node 1: !remove 3: $r"
+want="voters=$(addr 1),$(addr 2),$(addr 4) followers=-"
 for i in 1 4; do
   r=$(ask "$i" '!members' 'members ')
   echo "run_cluster: node $i: $r"
@@ -324,7 +315,7 @@ for i in 1 2 4; do
   grep -E 'membership v[0-9]+' "$tmp/err$i" >"$tmp/mlog$i" || true
   echo "run_cluster: node $i logged:"
   sed 's/^/  /' "$tmp/mlog$i"
-  grep -q -E "membership v[0-9]+: voters $(id 1),$(id 2),$(id 4) followers -" "$tmp/mlog$i" ||
+  grep -q -E "membership v[0-9]+: voters 1,2,4 followers -" "$tmp/mlog$i" ||
     fail "node $i logged no membership line with voters 1,2,4"
 done
 echo "run_cluster: PASS: 3 replicas executed the same values in the same order, node 3 across" \
