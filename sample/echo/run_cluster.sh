@@ -247,21 +247,25 @@ admin() {
     sleep 0.5
   done
 }
+# wait_members I PATTERN: until node I's "!members" answer matches PATTERN
+# (a node learns a change once it caught up with it); prints it.
+wait_members() {
+  local r
+  until r=$(ask "$1" '!members' 'members ') && [[ "$r" == $2 ]]; do
+    in_time || fail "node $1: membership '$r' does not match '$2'"
+    sleep 0.1
+  done
+  echo "run_cluster: node $1: $r"
+}
 r=$(admin 1 "!add $(addr 4)" add)
 echo "run_cluster: node 1: !add $(addr 4) -> $r"
 [[ "$r" == *" status=OK" ]] || fail "node 1: !add $(addr 4): $r"
-r=$(ask 4 '!members' 'members ')
-echo "run_cluster: node 4: $r"
-[[ "$r" == *" role=voter "* ]] || fail "node 4 is not a voter after !add: $r"
+wait_members 4 "* role=voter *"
 r=$(admin 1 "!remove 3" remove)
 echo "run_cluster: node 1: !remove 3 -> $r"
 [[ "$r" == *" status=OK" ]] || fail "node 1: !remove 3: $r"
 want="voters=$(addr 1),$(addr 2),$(addr 4) followers=-"
-for i in 1 4; do
-  r=$(ask "$i" '!members' 'members ')
-  echo "run_cluster: node $i: $r"
-  [[ "$r" == *" $want" ]] || fail "node $i: membership is not '$want': $r"
-done
+for i in 1 4; do wait_members "$i" "* $want"; done
 # Values are chosen with node 3 gone from the membership, and through node 4.
 wait_fed 10
 r=$(ask 4 n4-after 'proposed \|error ')

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Replaces a dead chorus-kv replica by a new, empty one with redis-cli while
-# writes go on (ctest sample_kv_replace_node, label sample):
+# writes go on (ctest sample_kv_replace_node, and sample_kv_change_member with
+# REPLACE_WITH=change; label sample):
 #
 #   KV_SERVER=build/sample/kv/kv_server [CHORUS_ADMIN=build/tools/chorus_admin] \
 #     sample/kv/replace_node.sh
@@ -16,7 +17,8 @@
 #     and --join (through nodes 1 and 2): CHORUS.MEMBERS on it says "joining";
 #  3. CHORUS.ADDMEMBER 4@... through node 1 (a follower, a voter once it caught
 #     up: by loading a checkpoint, which it must have done), then
-#     CHORUS.REMOVEMEMBER 3 through node 1; both +OK (TRYAGAIN, e.g. no master
+#     CHORUS.REMOVEMEMBER 3 through node 1 (REPLACE_WITH=change: one
+#     CHORUS.CHANGEMEMBER 3 4@... instead); +OK (TRYAGAIN, e.g. no master
 #     right after node 3 died, is retried); CHORUS.MEMBERS on nodes 1 and 4
 #     lists voters 1, 2, 4 and no follower; INFO of node 4: member_role:voter;
 #  4. writes go on after the removal and through node 4; then the writer
@@ -39,6 +41,11 @@ admin_tool=${CHORUS_ADMIN:-}
 metrics=${METRICS:-0}
 deadline_s=${DEADLINE_S:-120}
 ckpt_interval=${CKPT_INTERVAL:-50}
+# addremove: CHORUS.ADDMEMBER 4, then CHORUS.REMOVEMEMBER 3 (versions 1..3);
+# change: one CHORUS.CHANGEMEMBER 3 4 (node 4 a follower, then one change
+# that makes it a voter and removes node 3: versions 1..2).
+replace_with=${REPLACE_WITH:-addremove}
+case "$replace_with" in addremove | change) ;; *) echo "replace_node: REPLACE_WITH=addremove|change" >&2; exit 2 ;; esac
 log_keep=${LOG_KEEP:-10}
 [ -x "$server" ] || { echo "replace_node: no kv_server at '$server' (build it, or set KV_SERVER)" >&2; exit 2; }
 command -v redis-cli >/dev/null ||
@@ -147,18 +154,26 @@ start 4 --join="$(addr 1),$(addr 2)" --create_if_missing
 r=$(members 4)
 echo "replace_node: node 4 started empty with --join: CHORUS.MEMBERS -> $r"
 
-# 3. Add node 4, remove node 3.
-r=$(change 1 CHORUS.ADDMEMBER "$(addr 4)")
-echo "replace_node: node 1: CHORUS.ADDMEMBER $(addr 4) -> $r"
-[ "$r" = OK ] || fail "CHORUS.ADDMEMBER $(addr 4): $r"
-r=$(change 1 CHORUS.REMOVEMEMBER 3)
-echo "replace_node: node 1: CHORUS.REMOVEMEMBER 3 -> $r"
-[ "$r" = OK ] || fail "CHORUS.REMOVEMEMBER 3: $r"
+# 3. Add node 4, remove node 3 (or both in one CHORUS.CHANGEMEMBER).
+if [ "$replace_with" = change ]; then
+  r=$(change 1 CHORUS.CHANGEMEMBER 3 "$(addr 4)")
+  echo "replace_node: node 1: CHORUS.CHANGEMEMBER 3 $(addr 4) -> $r"
+  [ "$r" = OK ] || fail "CHORUS.CHANGEMEMBER 3 $(addr 4): $r"
+else
+  r=$(change 1 CHORUS.ADDMEMBER "$(addr 4)")
+  echo "replace_node: node 1: CHORUS.ADDMEMBER $(addr 4) -> $r"
+  [ "$r" = OK ] || fail "CHORUS.ADDMEMBER $(addr 4): $r"
+  r=$(change 1 CHORUS.REMOVEMEMBER 3)
+  echo "replace_node: node 1: CHORUS.REMOVEMEMBER 3 -> $r"
+  [ "$r" = OK ] || fail "CHORUS.REMOVEMEMBER 3: $r"
+fi
+# Node 1 knows the new membership at once; node 4 once it caught up with it.
 for i in 1 4; do
-  r=$(members "$i")
+  until r=$(members "$i") && [[ "$r" == *"role voter voter $(addr 1) voter $(addr 2) voter $(addr 4)" ]]; do
+    in_time || fail "node $i: not voters 1, 2, 4 and no follower: $r"
+    sleep 0.1
+  done
   echo "replace_node: node $i: CHORUS.MEMBERS -> $r"
-  [[ "$r" == *"role voter voter $(addr 1) voter $(addr 2) voter $(addr 4)" ]] ||
-    fail "node $i: not voters 1, 2, 4 and no follower: $r"
 done
 [ "$(field 4 member_role)" = voter ] || fail "node 4: INFO member_role is $(field 4 member_role)"
 [ "$(field 4 kv_checkpoints_loaded)" -ge 1 ] ||
@@ -208,6 +223,9 @@ done
 
 # 7. The membership in /status and chorus_admin.
 version=$(field 4 membership_version)
+want_version=3
+[ "$replace_with" = change ] && want_version=2
+[ "$version" = "$want_version" ] || fail "node 4: membership_version $version, expected $want_version"
 if [ "$metrics" = 1 ]; then
   st=$(curl -sf --max-time 10 "http://127.0.0.1:${mports[3]}/status") || fail "GET /status on node 4"
   echo "replace_node: node 4 /status: $st"
