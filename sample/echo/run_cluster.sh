@@ -290,7 +290,7 @@ definite=$(grep -c -E 'status=(NotMaster|InvalidArgument|TooLarge|Busy)|never pr
 indeterminate=$(( $(wc -l <"$tmp/errors") - definite ))
 ok_values=$(cat "$tmp/out1" "$tmp/out2" | grep -c -E '^proposed .*value=n[12]-x' || true)
 echo "run_cluster: of $((2 * fed)) values: $ok_values chosen, $indeterminate of unknown outcome" \
-  "(Timeout while a master died), $definite definite failures"
+  "(Timeout), $definite definite failures"
 [ -s "$tmp/errors" ] && sed 's/^/  /' "$tmp/errors"
 [ "$definite" = 0 ] || fail "$definite proposals failed definitely"
 
