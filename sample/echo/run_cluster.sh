@@ -18,7 +18,8 @@
 #     proposes more values without it, restarts it on its data dir and checks
 #     that it replays and catches up to the same sequence.
 #  3. The replacement, while values keep being proposed through nodes 1 and
-#     2 (one every 0.1 s each): kill -9 node 3 for good (whatever its role),
+#     2 (one every 0.1 s each): kill -9 node 3 for good (a follower; the
+#     master with KILL_MASTER=1, ctest sample_echo_replace_master),
 #     start node 4 with an empty data dir and --join (through nodes 1 and
 #     2), "!add" it through node 1 (a follower, then a voter once caught up),
 #     "!remove 3" through node 1. Checks: both calls returned OK; the
@@ -35,6 +36,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 server=${ECHO_SERVER:-$root/build/sample/echo/echo_server}
 deadline_s=${DEADLINE_S:-120}
 values_per_node=${VALUES_PER_NODE:-5}
+# KILL_MASTER=1: part 3 makes node 3 the master before it kills it (the
+# proposals in flight to it then time out: outcome unknown, counted).
+kill_master=${KILL_MASTER:-0}
 [ -x "$server" ] || { echo "run_cluster: no echo_server at '$server' (build it, or set ECHO_SERVER)" >&2; exit 2; }
 
 . "$root/sample/cluster_lib.sh"
@@ -226,6 +230,14 @@ wait_fed() {
   done
 }
 wait_fed 5
+if [ "$kill_master" = 1 ]; then
+  # The masters step down in turn until node 3 has the mastership.
+  until m=$(wait_master 0 1 2 3) && [ "$m" = 3 ]; do
+    ask "$m" '!stepdown' 'admin op=stepdown ' >/dev/null
+    sleep 0.3
+  done
+  echo "run_cluster: node 3 is the master (KILL_MASTER=1)"
+fi
 kill9 3
 seq_of 3
 echo "run_cluster: node 3 killed (kill -9) for good; its data dir is never used again"
