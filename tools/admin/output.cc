@@ -160,8 +160,10 @@ void Output::BeginInspect(const std::string& data_dir,
   if (identity.empty()) {
     std::printf("  %-20s none (a data dir of an older chorus)\n", "IDENTITY");
   } else {
-    std::printf("  %-20s cluster %s, node %s, incarnation %s, %s\n", "IDENTITY",
-                get("cluster_id").c_str(), get("node_id").c_str(), get("incarnation").c_str(),
+    const std::string address = get("address");
+    std::printf("  %-20s cluster %s, node %s%s, incarnation %s, %s\n", "IDENTITY",
+                get("cluster_id").c_str(), get("node_id").c_str(),
+                address == "?" ? "" : (" (" + address + ")").c_str(), get("incarnation").c_str(),
                 get("joined") == "1" ? "created to join (Options::join)"
                                      : "not created to join");
   }
