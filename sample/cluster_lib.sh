@@ -24,7 +24,7 @@ cluster_cleanup() {
   for pid in "${pids[@]:-}"; do [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ "$status" != 0 ]; then
-    for i in 1 2 3; do
+    for i in 1 2 3 4 5 6; do
       [ -f "$tmp/out$i" ] && { echo "--- node $i stdout"; cat "$tmp/out$i"; }
       [ -f "$tmp/err$i" ] && { echo "--- node $i stderr"; tail -n 30 "$tmp/err$i"; }
     done

@@ -3,7 +3,7 @@
 // data_dir.h: a live dir is refused; a stopped one is read through a
 // private copy).
 //
-//   chorus_admin [--json] [--checkpoint_dir=DIR] inspect DATA_DIR
+//   chorus_admin [--json] [--checkpoint_dir=DIR] [--nodes=LIST] inspect DATA_DIR
 //   chorus_admin [--json] verify DATA_DIR [--group=G]
 //   chorus_admin [--json] [--hex] dump DATA_DIR --group=G [--from=A] [--to=B] [--limit=N]
 //   chorus_admin [--json] live IP:PORT[,IP:PORT...]
@@ -16,9 +16,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chorus/status.h"
+#include "chorus/transport.h"
 #include "node/checkpoint_store.h"
 #include "node/fs_util.h"
 #include "tools/admin/data_dir.h"
@@ -31,11 +33,13 @@ namespace admin {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: chorus_admin [--json] [--checkpoint_dir=DIR] inspect DATA_DIR\n"
+    "usage: chorus_admin [--json] [--checkpoint_dir=DIR] [--nodes=LIST] inspect DATA_DIR\n"
     "       chorus_admin [--json] verify DATA_DIR [--group=G]\n"
     "       chorus_admin [--json] [--hex] dump DATA_DIR --group=G [--from=A] [--to=B] [--limit=N]\n"
     "       chorus_admin [--json] live IP:PORT[,IP:PORT...]   (a node's /status endpoint)\n"
-    "Offline commands never modify DATA_DIR: one a live node holds is refused (exit 2).\n";
+    "Offline commands never modify DATA_DIR: one a live node holds is refused (exit 2).\n"
+    "inspect shows the membership the log recorded; --nodes=[id@]host:port,... (the node's\n"
+    "initial --nodes) is shown as the genesis for a log that recorded none.\n";
 
 struct Args {
   std::string command, target;
@@ -112,13 +116,30 @@ Status CheckNotLive(const std::string& data_dir, const std::vector<uint32_t>& gr
   return Status::OK();
 }
 
+// data_dir/IDENTITY as "key value" pairs (none when absent or unreadable).
+std::vector<std::pair<std::string, std::string>> ReadIdentity(const std::string& data_dir) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::string text;
+  if (!ReadWholeFile(data_dir + "/IDENTITY", &text).ok()) return pairs;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    const size_t space = line.find(' ');
+    if (space != std::string::npos) pairs.emplace_back(line.substr(0, space), line.substr(space + 1));
+    start = end + 1;
+  }
+  return pairs;
+}
+
 int Inspect(const Args& a, Output* out) {
   std::vector<uint32_t> groups;
   Status s = Groups(a, &groups);
   if (s.ok()) s = CheckNotLive(a.target, groups);
   if (!s.ok()) return Fail(s);
   const std::string cdir = a.Get("checkpoint_dir", a.target + "/checkpoints");
-  out->BeginInspect(a.target);
+  out->BeginInspect(a.target, ReadIdentity(a.target));
   for (uint32_t g : groups) {
     std::unique_ptr<GroupCopy> copy;
     s = GroupCopy::Open(a.target + "/g" + std::to_string(g), &copy);
@@ -200,6 +221,19 @@ int main(int argc, char** argv) {
     return a.Has("help") ? 0 : 2;
   }
   Output out(a.Has("json"));
+  if (a.Has("nodes")) {
+    std::vector<chorus::NodeInfo> nodes;
+    const chorus::Status s = chorus::NodeInfo::ParseList(a.Get("nodes"), &nodes);
+    if (!s.ok()) {
+      std::fprintf(stderr, "chorus_admin: --nodes: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    std::vector<std::string> genesis;
+    for (const chorus::NodeInfo& n : nodes) {
+      genesis.push_back(MemberText({n.id(), true, n.ToString(), 0}));
+    }
+    out.set_genesis(genesis);
+  }
   if (a.command == "inspect") return Inspect(a, &out);
   if (a.command == "verify") return Verify(a, &out);
   if (a.command == "dump") return Dump(a, &out);

@@ -1,9 +1,12 @@
-// /status: what chorus_admin's live mode shows, as JSON. Membership is the
-// node list this node was opened with (membership changes, issue 9, are not
-// recorded yet). Per group: the instance ids, the master as this node knows
-// it, and this node's lag behind the master's chosen end. The lag of the
-// OTHER members is not known here cheaply: chorus_admin asks each member.
+// /status: what chorus_admin's live mode shows, as JSON. This node, the
+// initial membership it was opened with (Options::nodes; Options::join for
+// a node that joined), and per group: the instance ids, the master as this
+// node knows it, this node's lag behind the master's chosen end, its role
+// and the group's membership as this node knows it (Node::GetMembership:
+// version, active_from, pending, members). The lag of the OTHER members is
+// not known here cheaply: chorus_admin asks each member.
 #include <string>
+#include <vector>
 
 #include "chorus/metrics_server.h"
 
@@ -23,17 +26,65 @@ std::string Quote(const std::string& s) {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
+// "id@host:port", or "ip:port" when the IPv4 host and port derive the id
+// (the membership records every id explicitly).
+std::string Address(const NodeInfo& node) {
+  NodeInfo plain = node;
+  plain.node_id = 0;
+  return plain.id() == node.id() ? plain.ToString() : node.ToString();
+}
+
+std::string NodeList(const std::vector<NodeInfo>& nodes) {
+  std::string out = "[";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i > 0) out += ",";
+    out += Quote(Address(nodes[i]));
+  }
+  return out + "]";
+}
+
+const char* RoleName(MemberRole role) {
+  switch (role) {
+    case MemberRole::kVoter:
+      return "voter";
+    case MemberRole::kFollower:
+      return "follower";
+    case MemberRole::kRemoved:
+      return "removed";
+    case MemberRole::kJoining:
+      return "joining";
+    case MemberRole::kNotEligible:
+      return "not_eligible";
+  }
+  return "unknown";
+}
+
+// ,"role":..,"membership":{...} (or "membership":null and the reason).
+std::string MembershipJson(const Node& node, uint32_t group, const GroupStatus& st) {
+  std::string out = ",\"role\":" + Quote(RoleName(st.role));
+  MembershipInfo info;
+  const Status s = node.GetMembership(group, &info);
+  if (!s.ok()) return out + ",\"membership\":null,\"membership_error\":" + Quote(s.ToString());
+  out += ",\"membership\":{\"version\":" + Num(info.version) +
+         ",\"active_from\":" + Num(info.active_from) +
+         ",\"pending\":" + (info.pending ? "true" : "false") + ",\"members\":[";
+  for (size_t i = 0; i < info.members.size(); ++i) {
+    const MemberInfo& m = info.members[i];
+    if (i > 0) out += ",";
+    out += "{\"id\":" + Num(m.node.id()) + ",\"node\":" + Quote(Address(m.node)) +
+           ",\"voter\":" + (m.voter ? "true" : "false") + "}";
+  }
+  return out + "]}";
+}
+
 }  // namespace
 
 std::string StatusJson(const Node& node, const Options& options) {
-  std::string out = "{\"node\":" + Quote(options.self.ToString()) +
-                    ",\"node_id\":" + Num(options.self.id()) +
-                    ",\"cluster_id\":" + Num(options.cluster_id) + ",\"members\":[";
-  for (size_t i = 0; i < options.nodes.size(); ++i) {
-    if (i > 0) out += ",";
-    out += Quote(options.nodes[i].ToString());
-  }
-  out += "],\"membership_version\":null,\"master_election\":";
+  std::string out = "{\"node\":" + Quote(Address(options.self)) +
+                    ",\"node_id\":" + Num(node.node_id()) +
+                    ",\"cluster_id\":" + Num(options.cluster_id) +
+                    ",\"initial_members\":" + NodeList(options.nodes) +
+                    ",\"join\":" + NodeList(options.join) + ",\"master_election\":";
   out += options.master_election ? "true" : "false";
   out += ",\"groups\":[";
   bool first = true;
@@ -51,7 +102,8 @@ std::string StatusJson(const Node& node, const Options& options) {
            ",\"checkpoint_instance\":" + Num(st.checkpoint_instance);
     MasterInfo master;
     if (options.master_election && node.GetMaster(group, &master).ok()) {
-      out += ",\"master\":" + Quote(master.node.ToString()) +
+      out += ",\"master\":" + Quote(Address(master.node)) +
+             ",\"master_id\":" + Num(master.node.id()) +
              ",\"master_epoch\":" + Num(master.epoch_number);
     } else {
       out += ",\"master\":null";
@@ -59,7 +111,8 @@ std::string StatusJson(const Node& node, const Options& options) {
     out += std::string(",\"is_master\":") + (node.IsMaster(group) ? "true" : "false");
     out += ",\"master_chosen_end\":" + Num(st.master_chosen_end);
     const uint64_t lag = st.master_chosen_end > st.executed ? st.master_chosen_end - st.executed : 0;
-    out += ",\"lag\":" + Num(lag) + ",\"caught_up\":" + (st.caught_up ? "true" : "false") + "}";
+    out += ",\"lag\":" + Num(lag) + ",\"caught_up\":" + (st.caught_up ? "true" : "false");
+    out += MembershipJson(node, group, st) + "}";
   }
   return out + "]}\n";
 }

@@ -2,8 +2,12 @@
 // Redis clients (redis-cli, redis-benchmark, client libraries) talk to over
 // RESP2 on --port.
 //
-//   kv_server --node=127.0.0.1:7001 --nodes=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+//   kv_server --node=1@127.0.0.1:7001 --nodes=1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003
 //       --data_dir=/tmp/kv1 --port=6401 [--create_if_missing]   (on the first start only)
+//   kv_server --node=4@127.0.0.1:7004 --join=1@127.0.0.1:7001,2@127.0.0.1:7002
+//       --data_dir=/tmp/kv4 --port=6404 --create_if_missing
+//       (a new replica: it joins through those members and serves once a member
+//       added it: redis-cli -p 6401 CHORUS.ADDMEMBER 4@127.0.0.1:7004)
 //
 // The state lives in a KvStore (its own leveldb under --kv_dir, default
 // <data_dir>/kv) replicated by one chorus group with master election on.
@@ -15,7 +19,10 @@
 // a read index on a follower; --stale_reads skips the barrier (faster, may
 // return old values). PING, ECHO, INFO, SELECT 0, QUIT, and the CLIENT /
 // CONFIG GET / COMMAND replies that redis-cli and redis-benchmark ask for at
-// start are answered locally; anything else gets an error reply.
+// start are answered locally; anything else gets an error reply. The
+// CHORUS.* commands (kv_session.h) change the group's membership:
+// CHORUS.MEMBERS, CHORUS.ADDMEMBER, CHORUS.ADDFOLLOWER, CHORUS.PROMOTE,
+// CHORUS.REMOVEMEMBER, CHORUS.CHANGEMEMBER.
 //
 // stdout (one line each, flushed at once):
 //   ready node=<ip:port> id=<id> resp=<ip:port>     serving clients
@@ -46,6 +53,7 @@
 #include "chorus/status.h"
 #include "sample/kv/kv_session.h"
 #include "sample/kv/kv_store.h"
+#include "tools/member_commands.h"
 #include "tools/node_flags.h"
 #include "tools/print_line.h"
 #include "tools/program_flags.h"
@@ -54,8 +62,13 @@
 #include "chorus/metrics_server.h"
 #endif
 
-DEFINE_string(node, "", "this node, ip:port of its chorus transport (REQUIRED)");
-DEFINE_string(nodes, "", "every node of the cluster, ip:port,ip:port,... (REQUIRED)");
+DEFINE_string(node, "", "this node, [id@]host:port of its chorus transport (REQUIRED)");
+DEFINE_string(nodes, "",
+              "the initial members, [id@]host:port,... (REQUIRED unless --join; the log's "
+              "membership wins on later starts)");
+DEFINE_string(join, "",
+              "a NEW replica: join the cluster through these members, [id@]host:port,... "
+              "(then --nodes is empty; a member adds it: CHORUS.ADDMEMBER)");
 DEFINE_string(data_dir, "", "directory of this node's paxos log (REQUIRED)");
 DEFINE_string(kv_dir, "", "directory of the kv store's leveldb (default <data_dir>/kv)");
 DEFINE_bool(create_if_missing, false,
@@ -76,6 +89,10 @@ DEFINE_int32(batch_delay_ms, 0, "Options::batch_delay_ms");
 DEFINE_uint64(checkpoint_interval, 100000,
               "Options::checkpoint_interval_instances (0: no checkpoints, no log trimming)");
 DEFINE_uint64(log_keep, 20000, "Options::log_keep_instances");
+DEFINE_int32(membership_timeout_ms, 120000, "Options::membership_timeout_ms");
+DEFINE_string(log_level, "warning",
+              "chorus's log lines (stderr) at this level and above: debug, info, warning, "
+              "error, none");
 DEFINE_int32(metrics_port, 0,
              "serve GET /metrics (Prometheus text format) and GET /status (JSON) on --bind:"
              "this port; 0: off (needs a build with prometheus-cpp-dev)");
@@ -121,6 +138,26 @@ class ReplicaBackend : public chorus::kv::KvBackend {
   Status Count(uint64_t* keys, uint32_t* digest) override { return store_->Count(keys, digest); }
   chorus::kv::SessionStats* stats() override { return &stats_; }
 
+  Status Membership(const std::string& verb, const std::vector<std::string>& args,
+                    std::vector<std::string>* lines) override {
+    chorus::MembershipInfo info;
+    Status s = chorus::RunMemberCommand(node_, 0, verb, args, &info);
+    if (!s.ok() || verb != "members") return s;
+    chorus::GroupStatus g;
+    node_->GetGroupStatus(0, &g);
+    lines->push_back("version " + std::to_string(info.version));
+    lines->push_back("active_from " + std::to_string(info.active_from));
+    lines->push_back(std::string("pending ") + (info.pending ? "1" : "0"));
+    lines->push_back(std::string("role ") + chorus::MemberRoleText(g.role));
+    for (const bool voters : {true, false}) {  // voters first
+      for (const chorus::MemberInfo& m : info.members) {
+        if (m.voter != voters) continue;
+        lines->push_back((voters ? "voter " : "follower ") + chorus::MemberText(m));
+      }
+    }
+    return s;
+  }
+
   std::string Info() override {
     chorus::MasterInfo m;
     const bool known = node_->GetMaster(0, &m).ok() && m.known;
@@ -139,7 +176,8 @@ class ReplicaBackend : public chorus::kv::KvBackend {
     };
     s += "# Chorus\r\nnode:" + FLAGS_node + "\r\n";
     field("node_id", node_->node_id());
-    s += "master:" + (known ? m.node.ToString() : std::string("none")) + "\r\n";
+    s += "master:" + (known ? chorus::DisplayAddress(m.node) : std::string("none")) + "\r\n";
+    field("master_id", known ? m.node.id() : 0);
     field("master_epoch", known ? m.epoch_number : 0);
     field("is_master", is_master ? 1 : 0);
     field("executed_instance", g.executed);
@@ -150,6 +188,8 @@ class ReplicaBackend : public chorus::kv::KvBackend {
     field("log_start", g.log_start);
     field("checkpoints_made", g.checkpoints_made);
     field("checkpoints_loaded", g.checkpoints_loaded);
+    s += std::string("member_role:") + chorus::MemberRoleText(g.role) + "\r\n";
+    field("membership_version", g.membership_version);
     field("stale_reads", FLAGS_stale_reads ? 1 : 0);
     s += "# Kv\r\n";
     field("kv_next_instance", p.instance);
@@ -281,13 +321,14 @@ int Usage(const std::string& problem) {
 
 int main(int argc, char** argv) {
   chorus::ParseProgramFlags(
-      "kv_server --node=ip:port --nodes=ip:port,ip:port,... --data_dir=DIR --port=N "
-      "[--create_if_missing]\n"
+      "kv_server --node=[id@]host:port (--nodes=[id@]host:port,... | --join=...) "
+      "--data_dir=DIR --port=N [--create_if_missing]\n"
       "one replica of chorus-kv; Redis clients (RESP2) connect to --port",
       &argc, &argv);
   chorus::Options options;
-  const std::string problem =
-      chorus::SetNodeAddresses(FLAGS_node, FLAGS_nodes, FLAGS_data_dir, &options);
+  std::string problem = chorus::SetNodeAddresses(FLAGS_node, FLAGS_nodes, FLAGS_data_dir,
+                                                 &options, FLAGS_join);
+  if (problem.empty()) problem = chorus::SetLogLevel(FLAGS_log_level, &options.log_level);
   if (!problem.empty()) return Usage(problem);
   if (FLAGS_port <= 0 || FLAGS_port > 65535) return Usage("--port must be in [1, 65535]");
   if (FLAGS_max_clients < 1) return Usage("--max_clients must be >= 1");
@@ -307,6 +348,7 @@ int main(int argc, char** argv) {
   options.batch_delay_ms = FLAGS_batch_delay_ms;
   options.checkpoint_interval_instances = FLAGS_checkpoint_interval;
   options.log_keep_instances = FLAGS_log_keep;
+  options.membership_timeout_ms = FLAGS_membership_timeout_ms;
   options.on_master_change = [](uint32_t, bool is_master) {
     chorus::PrintLine(std::string("role is_master=") + (is_master ? "1" : "0"));
   };

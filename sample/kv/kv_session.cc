@@ -7,6 +7,11 @@ namespace kv {
 
 KvBackend::~KvBackend() = default;
 
+Status KvBackend::Membership(const std::string&, const std::vector<std::string>&,
+                             std::vector<std::string>*) {
+  return Status::NotSupported("this server has no membership");
+}
+
 struct KvSession::Item {
   enum Kind { kWrite, kRead, kLocal, kReply };
   Kind kind = kReply;
@@ -256,10 +261,36 @@ bool KvSession::ServeLocal(const RespRequest& r, const std::string& name, std::s
     }
   } else if (name == "HELLO") {
     Error(out, "NOPROTO this server speaks RESP2 only");
+  } else if (name.compare(0, 7, "CHORUS.") == 0) {
+    ServeMembership(r, name, out);
   } else {
     Error(out, UnknownCommand(r));
   }
   return true;
+}
+
+void KvSession::ServeMembership(const RespRequest& r, const std::string& name, std::string* out) {
+  static const struct {
+    const char* command;
+    const char* verb;
+    size_t args;
+  } kCommands[] = {{"CHORUS.MEMBERS", "members", 0},        {"CHORUS.ADDMEMBER", "add", 1},
+                   {"CHORUS.ADDFOLLOWER", "follower", 1},   {"CHORUS.PROMOTE", "promote", 1},
+                   {"CHORUS.REMOVEMEMBER", "remove", 1},    {"CHORUS.CHANGEMEMBER", "change", 2}};
+  for (const auto& c : kCommands) {
+    if (name != c.command) continue;
+    if (r.size() != c.args + 1) return Error(out, WrongArgs(name));
+    std::vector<std::string> args;
+    for (size_t i = 1; i < r.size(); ++i) args.push_back(r[i]);
+    std::vector<std::string> lines;
+    const Status s = backend_->Membership(c.verb, args, &lines);
+    if (!s.ok()) return Error(out, FailureReply(s));
+    if (lines.empty()) return AppendSimple(out, "OK");
+    AppendArrayHeader(out, lines.size());
+    for (const std::string& l : lines) AppendBulk(out, l);
+    return;
+  }
+  Error(out, UnknownCommand(r));
 }
 
 }  // namespace kv

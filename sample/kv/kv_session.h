@@ -54,6 +54,13 @@ class KvBackend {
   virtual Status Count(uint64_t* keys, uint32_t* digest) = 0;
   // The text of INFO (lines "field:value\r\n", "# Section" headers).
   virtual std::string Info() = 0;
+  // A membership command of the replica's chorus group (the CHORUS.*
+  // commands below): `verb` is tools/member_commands.h's (members, add,
+  // follower, promote, remove, change), `args` its arguments. OK with
+  // *lines (what to show; none: "+OK") or the call's failure. It may block
+  // for as long as the change takes. Default: NotSupported.
+  virtual Status Membership(const std::string& verb, const std::vector<std::string>& args,
+                            std::vector<std::string>* lines);
   virtual SessionStats* stats() = 0;
 };
 
@@ -70,6 +77,21 @@ struct SessionOptions {
   size_t max_reply_bytes = 64u << 20;
 };
 
+// Besides the Redis commands, a session serves chorus's membership
+// commands (KvBackend::Membership), answered when the change is in force:
+//   CHORUS.MEMBERS                          an array: "version <v>",
+//                                           "active_from <i>", "pending <0|1>",
+//                                           "role <this node's role>", then
+//                                           "voter <id@host:port>" /
+//                                           "follower <id@host:port>" per member
+//   CHORUS.ADDMEMBER [id@]host:port         +OK (a follower, then a voter)
+//   CHORUS.ADDFOLLOWER [id@]host:port       +OK
+//   CHORUS.PROMOTE id                       +OK
+//   CHORUS.REMOVEMEMBER id                  +OK
+//   CHORUS.CHANGEMEMBER old_id [id@]host:port  +OK (replaces old_id by the new node)
+// A failure is an error reply: "TRYAGAIN Busy: ..." (no master, another
+// change in progress, an unsafe removal: retry later), "TIMEOUT outcome
+// unknown: ...", or "ERR <Status>".
 class KvSession {
  public:
   KvSession(KvBackend* backend, const SessionOptions& options, uint64_t client_id)
@@ -89,6 +111,7 @@ class KvSession {
   void ServeRead(const RespRequest& r, const std::string& name, std::string* out);
   // A command answered by the server alone. false: close after it (QUIT).
   bool ServeLocal(const RespRequest& r, const std::string& name, std::string* out);
+  void ServeMembership(const RespRequest& r, const std::string& name, std::string* out);
   void Error(std::string* out, const std::string& msg);
 
   KvBackend* const backend_;

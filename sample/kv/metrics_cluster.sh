@@ -5,8 +5,9 @@
 #  1. scrapes the master's /metrics, makes SETs through redis-cli, scrapes
 #     again: the ok-proposal counter, the propose latency count and the
 #     fsync count moved (a follower's fsync count too: its votes);
-#  2. reads /status (members, master) and, when $CHORUS_ADMIN is set, runs
-#     `chorus_admin live` over the three endpoints;
+#  2. reads /status (initial members, master, role, membership v0) and,
+#     when $CHORUS_ADMIN is set, runs `chorus_admin live` over the three
+#     endpoints (a master row, the membership v0 with the three voters);
 #  3. stops the master with SIGTERM (a normal stop): the others elect one,
 #     whose master_gained counter is 1 and whose writes work;
 #  4. stops everything with SIGTERM; every replica exited 0 and none wrote a
@@ -61,14 +62,18 @@ scrape "$m" /metrics | grep -q '^# TYPE chorus_transport_bytes_sent_total counte
   fail "no transport counters"
 
 st_json=$(scrape "$f" /status) || fail "GET /status on node $f"
-grep -q "\"members\":\[\"$(addr 1)\",\"$(addr 2)\",\"$(addr 3)\"\]" <<<"$st_json" ||
-  fail "/status does not list the members: $st_json"
+grep -q "\"initial_members\":\[\"$(addr 1)\",\"$(addr 2)\",\"$(addr 3)\"\]" <<<"$st_json" ||
+  fail "/status does not list the initial members: $st_json"
+grep -q '"role":"voter","membership":{"version":0,"active_from":0,"pending":false,"members":\[' \
+  <<<"$st_json" || fail "/status shows no membership v0 with this node a voter: $st_json"
 grep -q "\"master\":\"$(addr "$m")\"" <<<"$st_json" || fail "/status does not name the master: $st_json"
 if [ -n "$admin" ]; then
   live=$("$admin" live "127.0.0.1:${mports[0]},127.0.0.1:${mports[1]},127.0.0.1:${mports[2]}") ||
     fail "chorus_admin live failed: $live"
   echo "$live"
   grep -q "$(addr "$m").*master" <<<"$live" || fail "chorus_admin live shows no master row"
+  grep -q "^group 0 membership v0 (active from 0): voters .*; followers -" <<<"$live" ||
+    fail "chorus_admin live shows no membership v0"
 fi
 
 # A normal stop of the master: the two others elect one.

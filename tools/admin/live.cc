@@ -12,30 +12,14 @@
 #include <cstring>
 #include <map>
 
+#include "tools/admin/json.h"
+
 namespace chorus {
 namespace admin {
 
 namespace {
 
 constexpr int kTimeoutMs = 5000;
-
-// The raw value after "key": in `obj` (a number, true/false/null, or a
-// string without its quotes); "" when absent.
-std::string Field(const std::string& obj, const std::string& key) {
-  const std::string k = "\"" + key + "\":";
-  const size_t p = obj.find(k);
-  if (p == std::string::npos) return "";
-  size_t v = p + k.size();
-  if (v < obj.size() && obj[v] == '"') {
-    const size_t end = obj.find('"', v + 1);
-    return end == std::string::npos ? "" : obj.substr(v + 1, end - v - 1);
-  }
-  size_t end = v;
-  while (end < obj.size() && obj[end] != ',' && obj[end] != '}' && obj[end] != ']') ++end;
-  return obj.substr(v, end - v);
-}
-
-uint64_t Num(const std::string& s) { return std::strtoull(s.c_str(), nullptr, 10); }
 
 }  // namespace
 
@@ -84,32 +68,41 @@ void QueryLive(const std::vector<std::string>& endpoints, std::vector<LiveGroup>
   for (const std::string& e : endpoints) {
     std::string body;
     Status s = HttpGet(e, "/status", &body);
+    Json doc;
+    if (s.ok()) s = ParseJson(body, &doc);
+    if (s.ok() && doc["groups"].type != Json::kArray) s = Status::Corruption("no \"groups\" list");
     if (!s.ok()) {
       errors->push_back(e + ": " + s.ToString());
       continue;
     }
     raw->push_back(body);
-    const std::string node = Field(body, "node");
-    const size_t list = body.find("\"groups\":[");
-    size_t p = list == std::string::npos ? std::string::npos : body.find("{\"group\":", list);
-    while (p != std::string::npos) {
-      const size_t end = body.find('}', p);
-      const std::string obj = body.substr(p, end == std::string::npos ? std::string::npos : end - p + 1);
+    for (const Json& obj : doc["groups"].items) {
       LiveGroup g;
       g.endpoint = e;
-      g.node = node;
-      g.group = static_cast<uint32_t>(Num(Field(obj, "group")));
-      g.executed = Num(Field(obj, "executed"));
-      g.chosen_end = Num(Field(obj, "chosen_end"));
-      g.log_start = Num(Field(obj, "log_start"));
-      g.checkpoint_instance = Num(Field(obj, "checkpoint_instance"));
-      g.master = Field(obj, "master");
-      if (g.master == "null") g.master.clear();
-      g.is_master = Field(obj, "is_master") == "true";
-      g.health = Field(obj, "health");
+      g.node = doc["node"].str();
+      g.group = static_cast<uint32_t>(obj["group"].u64());
+      g.executed = obj["executed"].u64();
+      g.chosen_end = obj["chosen_end"].u64();
+      g.log_start = obj["log_start"].u64();
+      g.checkpoint_instance = obj["checkpoint_instance"].u64();
+      g.master = obj["master"].str();
+      g.is_master = obj["is_master"].truth();
+      g.health = obj["health"].str();
+      g.role = obj["role"].str();
+      const Json& m = obj["membership"];
+      if (m.type == Json::kObject) {
+        g.has_membership = true;
+        g.membership_version = m["version"].u64();
+        g.active_from = m["active_from"].u64();
+        g.pending = m["pending"].truth();
+        for (const Json& member : m["members"].items) {
+          g.members.push_back({member["id"].u64(), member["node"].str(), member["voter"].truth()});
+        }
+      } else {
+        g.membership_error = obj["membership_error"].str();
+      }
       best[g.group] = std::max(best[g.group], g.chosen_end);
       groups->push_back(g);
-      p = end == std::string::npos ? end : body.find("{\"group\":", end);
     }
   }
   for (LiveGroup& g : *groups) g.lag = best[g.group] > g.executed ? best[g.group] - g.executed : 0;

@@ -2,10 +2,12 @@
 
 #include <memory>
 
+#include "chorus/transport.h"
 #include "leveldb/db.h"
 #include "node/leveldb_log_format.h"
 #include "node/value_codec.h"
 #include "paxos.pb.h"
+#include "paxos/membership.h"
 #include "paxos/value.h"
 #include "utils/coding.h"
 #include "utils/crc32c.h"
@@ -16,6 +18,31 @@ namespace admin {
 namespace lf = leveldb_log;
 
 namespace {
+
+void ReadMembers(const google::protobuf::RepeatedPtrField<paxos::MemberPb>& pbs,
+                 std::vector<ConfigMember>* out) {
+  for (const paxos::MemberPb& m : pbs) {
+    out->push_back({m.id(), m.voter(), m.address(), m.incarnation()});
+  }
+}
+
+void ReadMembership(const std::string& payload, LogSummary* out) {
+  paxos::MembershipPb pb;
+  if (!pb.ParseFromString(payload)) {
+    out->membership_error = "paxos.membership does not parse";
+    return;
+  }
+  out->has_membership = true;
+  for (const paxos::ConfigPb& c : pb.configs()) {
+    ConfigSummary cs;
+    cs.version = c.version();
+    cs.active_from = c.active_from();
+    cs.changed_at = c.changed_at();
+    cs.activation_distance = c.activation_distance();
+    ReadMembers(c.members(), &cs.members);
+    out->configs.push_back(std::move(cs));
+  }
+}
 
 bool IsRecordKey(const leveldb::Slice& k) { return k.size() == 9 && k[0] == lf::kRecordPrefix; }
 
@@ -61,7 +88,10 @@ Status Summarize(leveldb::DB* db, LogSummary* out) {
     const std::string name = it->key().ToString().substr(1);
     out->variables.push_back(name);
     std::string payload;
-    if (!Payload(it->key(), it->value(), "variable " + name, &payload).ok()) continue;
+    if (!Payload(it->key(), it->value(), "variable " + name, &payload).ok()) {
+      if (name == paxos::kMembershipVariable) out->membership_error = "paxos.membership is damaged";
+      continue;
+    }
     if (name == "paxos.promise") {
       paxos::BallotPb pb;
       if (pb.ParseFromString(payload)) {
@@ -77,6 +107,8 @@ Status Summarize(leveldb::DB* db, LogSummary* out) {
       }
     } else if (name == "paxos.window") {
       out->window = payload;
+    } else if (name == paxos::kMembershipVariable) {
+      ReadMembership(payload, out);
     }
   }
   if (!it->status().ok()) return Status::Corruption("reading variables: " + it->status().ToString());
@@ -180,6 +212,43 @@ Status Verify(leveldb::DB* db, VerifyResult* out) {
   return Status::OK();
 }
 
+std::string MemberText(const ConfigMember& m) {
+  const std::string id = std::to_string(m.id);
+  NodeInfo n;
+  if (NodeInfo::Parse(m.address, &n).ok()) {
+    // An id that the IPv4 host and port derive goes without saying.
+    n.node_id = 0;
+    if (n.id() == m.id) return n.ToString();
+  }
+  if (m.address.compare(0, id.size() + 1, id + "@") == 0) return m.address;
+  return id + "@" + (m.address.empty() ? "?" : m.address);
+}
+
+std::string MemberLists(const std::vector<ConfigMember>& members) {
+  std::string voters, followers;
+  for (const ConfigMember& m : members) {
+    std::string& list = m.voter ? voters : followers;
+    list += (list.empty() ? "" : ", ") + MemberText(m);
+  }
+  return "voters " + (voters.empty() ? "-" : voters) + "; followers " +
+         (followers.empty() ? "-" : followers);
+}
+
+std::string DescribeSystemValue(uint64_t id, const std::string& data) {
+  paxos::SystemValueKind kind;
+  std::string payload;
+  if (!paxos::DecodeSystemValue(id, data, &kind, &payload)) return "system value of unknown kind";
+  paxos::MembershipChangePb pb;
+  if (kind != paxos::SystemValueKind::kMembershipChange || !pb.ParseFromString(payload)) {
+    return "system value that does not parse";
+  }
+  std::vector<ConfigMember> members;
+  ReadMembers(pb.members(), &members);
+  return "membership change from v" + std::to_string(pb.base_version()) + ": " +
+         MemberLists(members) + " (activation distance " +
+         std::to_string(pb.activation_distance()) + ")";
+}
+
 Status Dump(leveldb::DB* db, uint64_t from, uint64_t to, size_t limit,
             std::vector<DumpedRecord>* out) {
   out->clear();
@@ -205,6 +274,8 @@ Status Dump(leveldb::DB* db, uint64_t from, uint64_t to, size_t limit,
     std::string data;
     if (!paxos::DecodeValue(rec.value(), &d.proposer, &id, &data)) {
       d.raw = rec.value();
+    } else if ((id & paxos::kSystemValueBit) != 0) {
+      d.system = DescribeSystemValue(id, data);
     } else if (data.empty()) {
       d.noop = true;
     } else {

@@ -19,6 +19,19 @@ class DB;
 namespace chorus {
 namespace admin {
 
+// One configuration of the group's recorded membership history
+// (paxos/membership.h Config; the LogStorage variable "paxos.membership").
+struct ConfigMember {
+  uint64_t id = 0;
+  bool voter = true;
+  std::string address;       // as the runtime recorded it (NodeInfo text)
+  uint64_t incarnation = 0;  // 0: a genesis member
+};
+struct ConfigSummary {
+  uint64_t version = 0, active_from = 0, changed_at = 0, activation_distance = 0;
+  std::vector<ConfigMember> members;  // sorted by id
+};
+
 struct LogSummary {
   // The meta record: whose log this is.
   bool meta_ok = false;
@@ -41,6 +54,13 @@ struct LogSummary {
   bool has_promise = false;
   uint64_t promised_number = 0, promised_node = 0;
   std::string window;  // paxos.window, as stored (decimal)
+  // The membership history the log recorded (paxos.membership), oldest
+  // first; has_membership false when the log never recorded one (then the
+  // genesis governs: the node's initial Options::nodes, which the log does
+  // not hold), membership_error when the variable does not decode.
+  bool has_membership = false;
+  std::string membership_error;
+  std::vector<ConfigSummary> configs;
   // Every variable name, for completeness.
   std::vector<std::string> variables;
 };
@@ -70,10 +90,21 @@ struct DumpedRecord {
   uint32_t checksum = 0;
   uint64_t proposer = 0;  // from the value's envelope
   bool noop = false;
+  // A system value (a membership change): what it says, e.g. "membership
+  // change from v2: voters 1@a, 2@b; followers 4@c (activation distance 256)".
+  std::string system;
   std::vector<DumpedValue> values;  // the application values (a batch: several)
   std::string raw;                  // the record's value bytes when they do not decode
   std::string problem;              // a record that fails its crc or does not parse
 };
+
+// "id@address" of a member (the address as recorded, with its id; just
+// "ip:port" when that IPv4 host and port derive the id), and
+// "voters a, b; followers -" of a member set.
+std::string MemberText(const ConfigMember& m);
+std::string MemberLists(const std::vector<ConfigMember>& members);
+// What a system value (envelope id `id`, data `data`) says.
+std::string DescribeSystemValue(uint64_t id, const std::string& data);
 
 // Records with from <= instance < to, at most `limit`.
 Status Dump(leveldb::DB* db, uint64_t from, uint64_t to, size_t limit,

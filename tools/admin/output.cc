@@ -12,10 +12,19 @@ unsigned long long U(uint64_t v) { return static_cast<unsigned long long>(v); }
 }  // namespace
 
 std::string NodeText(uint64_t id) {
+  // An explicit id (NodeInfo::node_id, "id@host:port") is a plain number;
+  // an id an IPv4 address derived is ipv4 << 16 | port.
+  if ((id >> 16) == 0 || (id >> 48) != 0) return "id " + std::to_string(id);
   const uint32_t ip = static_cast<uint32_t>(id >> 16);
   return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xFF) + "." +
          std::to_string((ip >> 8) & 0xFF) + "." + std::to_string(ip & 0xFF) + ":" +
          std::to_string(id & 0xFFFF);
+}
+
+std::string ConfigText(const ConfigSummary& c) {
+  return "v" + std::to_string(c.version) + " (active from " + std::to_string(c.active_from) +
+         ", changed at " + std::to_string(c.changed_at) + ", activation distance " +
+         std::to_string(c.activation_distance) + "): " + MemberLists(c.members);
 }
 
 std::string JsonString(const std::string& bytes) {
@@ -59,11 +68,104 @@ std::string Hex(const std::string& bytes) {
   return out;
 }
 
-void Output::BeginInspect(const std::string& data_dir) {
-  if (json_) {
-    std::printf("{\"data_dir\":%s,\"groups\":[", JsonString(data_dir).c_str());
+void Output::MembershipJson(const LogSummary& s) {
+  if (!s.has_membership) {
+    std::printf("{\"recorded\":false");
+    if (!s.membership_error.empty()) {
+      std::printf(",\"error\":%s", JsonString(s.membership_error).c_str());
+    }
+    if (!genesis_.empty()) {
+      std::printf(",\"genesis_from_flag\":[");
+      for (size_t i = 0; i < genesis_.size(); ++i) {
+        std::printf("%s%s", i ? "," : "", JsonString(genesis_[i]).c_str());
+      }
+      std::printf("]");
+    }
+    std::printf("},\"membership_version\":null");
+    return;
+  }
+  std::printf("{\"recorded\":true,\"configs\":[");
+  for (size_t i = 0; i < s.configs.size(); ++i) {
+    const ConfigSummary& c = s.configs[i];
+    std::printf("%s{\"version\":%llu,\"active_from\":%llu,\"changed_at\":%llu,"
+                "\"activation_distance\":%llu,\"members\":[",
+                i ? "," : "", U(c.version), U(c.active_from), U(c.changed_at),
+                U(c.activation_distance));
+    for (size_t j = 0; j < c.members.size(); ++j) {
+      const ConfigMember& m = c.members[j];
+      std::printf("%s{\"id\":%llu,\"address\":%s,\"voter\":%s,\"incarnation\":%llu}",
+                  j ? "," : "", U(m.id), JsonString(m.address).c_str(), m.voter ? "true" : "false",
+                  U(m.incarnation));
+    }
+    std::printf("]}");
+  }
+  std::printf("]}");
+  if (s.configs.empty()) {
+    std::printf(",\"membership_version\":null");
   } else {
-    std::printf("data dir %s\n", data_dir.c_str());
+    std::printf(",\"membership_version\":%llu", U(s.configs.back().version));
+  }
+}
+
+void Output::MembershipTable(const LogSummary& s) {
+  if (s.has_membership && !s.configs.empty()) {
+    std::printf("  %-20s %s\n", "membership", ConfigText(s.configs.back()).c_str());
+    for (size_t i = s.configs.size() - 1; i-- > 0;) {
+      std::printf("  %-20s %s\n", "  kept earlier", ConfigText(s.configs[i]).c_str());
+    }
+    return;
+  }
+  if (!s.membership_error.empty()) {
+    std::printf("  %-20s BAD: %s\n", "membership", s.membership_error.c_str());
+    return;
+  }
+  std::string genesis;
+  for (const std::string& n : genesis_) genesis += (genesis.empty() ? "" : ", ") + n;
+  if (!genesis.empty()) {
+    std::printf("  %-20s not recorded in this log: the genesis governs, v0: voters %s; "
+                "followers - (from --nodes, not from the log)\n",
+                "membership", genesis.c_str());
+  } else {
+    std::printf("  %-20s not recorded in this log: the genesis governs (the nodes of the "
+                "node's first start, Options::nodes; --nodes=LIST shows them), or a node that "
+                "joined has not learned one yet\n",
+                "membership");
+  }
+}
+
+void Output::BeginInspect(const std::string& data_dir,
+                          const std::vector<std::pair<std::string, std::string>>& identity) {
+  auto get = [&identity](const std::string& key) {
+    for (const auto& kv : identity) {
+      if (kv.first == key) return kv.second;
+    }
+    return std::string("?");
+  };
+  if (json_) {
+    std::printf("{\"data_dir\":%s,\"identity\":", JsonString(data_dir).c_str());
+    if (identity.empty()) {
+      std::printf("null");
+    } else {
+      std::printf("{");
+      for (size_t i = 0; i < identity.size(); ++i) {
+        std::printf("%s%s:%s", i ? "," : "", JsonString(identity[i].first).c_str(),
+                    JsonString(identity[i].second).c_str());
+      }
+      std::printf("}");
+    }
+    std::printf(",\"groups\":[");
+    return;
+  }
+  std::printf("data dir %s\n", data_dir.c_str());
+  if (identity.empty()) {
+    std::printf("  %-20s none (a data dir of an older chorus)\n", "IDENTITY");
+  } else {
+    const std::string address = get("address");
+    std::printf("  %-20s cluster %s, node %s%s, incarnation %s, %s\n", "IDENTITY",
+                get("cluster_id").c_str(), get("node_id").c_str(),
+                address == "?" ? "" : (" (" + address + ")").c_str(), get("incarnation").c_str(),
+                get("joined") == "1" ? "created to join (Options::join)"
+                                     : "not created to join");
   }
 }
 
@@ -96,9 +198,9 @@ void Output::Group(uint32_t group, const LogSummary& s, bool has_checkpoint, uin
     } else {
       std::printf(",\"promised\":null");
     }
-    std::printf(",\"window\":%s,\"membership\":null,\"membership_version\":null,"
-                "\"master\":null,\"checkpoint\":",
-                s.window.empty() ? "null" : s.window.c_str());
+    std::printf(",\"window\":%s,\"membership\":", s.window.empty() ? "null" : s.window.c_str());
+    MembershipJson(s);
+    std::printf(",\"master\":null,\"checkpoint\":");
     if (has_checkpoint) {
       std::printf("{\"instance\":%llu,\"chain_checksum\":%u,\"bytes\":%llu,\"stored\":%d}",
                   U(checkpoint), checkpoint_checksum, U(checkpoint_bytes), checkpoints);
@@ -133,8 +235,7 @@ void Output::Group(uint32_t group, const LogSummary& s, bool has_checkpoint, uin
   } else {
     std::printf("  %-20s none\n", "promised ballot");
   }
-  std::printf("  %-20s not recorded (the log holds no membership yet: issue 9); identity above\n",
-              "membership");
+  MembershipTable(s);
   std::printf("  %-20s not persisted (leases live in memory; learned from heartbeats)\n",
               "master");
   if (has_checkpoint) {
@@ -198,8 +299,10 @@ void Output::Dumped(uint32_t group, const std::vector<DumpedRecord>& records, bo
                     d.values[i].state_machine_id, U(d.values[i].proposal_id),
                     hex ? "hex" : "value", JsonString(bytes(d.values[i].payload)).c_str());
       }
-      std::printf("]%s%s}", d.raw.empty() ? "" : ",\"raw\":",
+      std::printf("]%s%s", d.raw.empty() ? "" : ",\"raw\":",
                   d.raw.empty() ? "" : JsonString(bytes(d.raw)).c_str());
+      if (!d.system.empty()) std::printf(",\"system\":%s", JsonString(d.system).c_str());
+      std::printf("}");
       continue;
     }
     if (!d.problem.empty()) {
@@ -210,6 +313,7 @@ void Output::Dumped(uint32_t group, const std::vector<DumpedRecord>& records, bo
                 d.chosen ? "chosen  " : "accepted", U(d.ballot_number),
                 NodeText(d.ballot_node).c_str(), d.checksum);
     if (d.noop) std::printf("  noop");
+    if (!d.system.empty()) std::printf("  %s", d.system.c_str());
     if (!d.raw.empty()) std::printf("  raw %s", bytes(d.raw).c_str());
     std::printf("\n");
     for (const DumpedValue& v : d.values) {
@@ -219,18 +323,65 @@ void Output::Dumped(uint32_t group, const std::vector<DumpedRecord>& records, bo
   if (json_) std::printf("]}\n");
 }
 
+namespace {
+
+// "v3 (active from A[, pending]): voters 1@a, 2@b; followers -".
+std::string LiveMembershipText(const LiveGroup& g) {
+  std::vector<ConfigMember> members;
+  for (const LiveMember& m : g.members) members.push_back({m.id, m.voter, m.node, 0});
+  return "v" + std::to_string(g.membership_version) + " (active from " +
+         std::to_string(g.active_from) + (g.pending ? ", pending" : "") +
+         "): " + MemberLists(members);
+}
+
+// Per group, the answer with the newest membership (the largest version).
+std::vector<const LiveGroup*> NewestMemberships(const std::vector<LiveGroup>& groups) {
+  std::vector<const LiveGroup*> newest;
+  for (const LiveGroup& g : groups) {
+    if (!g.has_membership) continue;
+    bool found = false;
+    for (const LiveGroup*& n : newest) {
+      if (n->group != g.group) continue;
+      found = true;
+      if (g.membership_version > n->membership_version) n = &g;
+    }
+    if (!found) newest.push_back(&g);
+  }
+  return newest;
+}
+
+}  // namespace
+
 void Output::Live(const std::vector<LiveGroup>& groups, const std::vector<std::string>& errors) {
+  const std::vector<const LiveGroup*> newest = NewestMemberships(groups);
   if (json_) {
     std::printf("{\"nodes\":[");
     for (size_t i = 0; i < groups.size(); ++i) {
       const LiveGroup& g = groups[i];
       std::printf("%s{\"endpoint\":%s,\"node\":%s,\"group\":%u,\"executed\":%llu,"
                   "\"chosen_end\":%llu,\"log_start\":%llu,\"checkpoint_instance\":%llu,"
-                  "\"master\":%s,\"is_master\":%s,\"lag\":%llu,\"health\":%s}",
+                  "\"master\":%s,\"is_master\":%s,\"lag\":%llu,\"health\":%s,\"role\":%s,"
+                  "\"membership_version\":%s}",
                   i ? "," : "", JsonString(g.endpoint).c_str(), JsonString(g.node).c_str(),
                   g.group, U(g.executed), U(g.chosen_end), U(g.log_start),
                   U(g.checkpoint_instance), g.master.empty() ? "null" : JsonString(g.master).c_str(),
-                  g.is_master ? "true" : "false", U(g.lag), JsonString(g.health).c_str());
+                  g.is_master ? "true" : "false", U(g.lag), JsonString(g.health).c_str(),
+                  g.role.empty() ? "null" : JsonString(g.role).c_str(),
+                  g.has_membership ? std::to_string(g.membership_version).c_str() : "null");
+    }
+    std::printf("],\"memberships\":[");
+    for (size_t i = 0; i < newest.size(); ++i) {
+      const LiveGroup& g = *newest[i];
+      std::printf("%s{\"group\":%u,\"version\":%llu,\"active_from\":%llu,\"pending\":%s,"
+                  "\"reported_by\":%s,\"members\":[",
+                  i ? "," : "", g.group, U(g.membership_version), U(g.active_from),
+                  g.pending ? "true" : "false", JsonString(g.node).c_str());
+      for (size_t j = 0; j < g.members.size(); ++j) {
+        std::printf("%s{\"id\":%llu,\"node\":%s,\"voter\":%s}", j ? "," : "",
+                    U(g.members[j].id), JsonString(g.members[j].node).c_str(),
+                    g.members[j].voter ? "true" : "false");
+      }
+      std::printf("]}");
     }
     std::printf("],\"errors\":[");
     for (size_t i = 0; i < errors.size(); ++i) {
@@ -239,13 +390,27 @@ void Output::Live(const std::vector<LiveGroup>& groups, const std::vector<std::s
     std::printf("]}\n");
     return;
   }
-  std::printf("%-22s %5s %10s %10s %10s %10s %-22s %6s %8s\n", "node", "group", "executed",
-              "chosen_end", "log_start", "checkpoint", "master", "role", "lag");
+  std::printf("%-24s %5s %10s %10s %10s %10s %-24s %-8s %5s %8s\n", "node", "group", "executed",
+              "chosen_end", "log_start", "checkpoint", "master", "role", "mver", "lag");
   for (const LiveGroup& g : groups) {
-    std::printf("%-22s %5u %10llu %10llu %10llu %10llu %-22s %6s %8llu\n", g.node.c_str(), g.group,
-                U(g.executed), U(g.chosen_end), U(g.log_start), U(g.checkpoint_instance),
-                g.master.empty() ? "(none)" : g.master.c_str(), g.is_master ? "master" : "",
-                U(g.lag));
+    const std::string role = g.is_master ? "master" : g.role;
+    std::printf("%-24s %5u %10llu %10llu %10llu %10llu %-24s %-8s %5s %8llu\n", g.node.c_str(),
+                g.group, U(g.executed), U(g.chosen_end), U(g.log_start), U(g.checkpoint_instance),
+                g.master.empty() ? "(none)" : g.master.c_str(), role.c_str(),
+                g.has_membership ? std::to_string(g.membership_version).c_str() : "-", U(g.lag));
+  }
+  for (const LiveGroup* n : newest) {
+    std::printf("group %u membership %s (as %s knows it)\n", n->group,
+                LiveMembershipText(*n).c_str(), n->node.c_str());
+    for (const LiveGroup& g : groups) {
+      if (g.group != n->group || &g == n) continue;
+      if (!g.has_membership) {
+        std::printf("  %s: membership not known: %s\n", g.node.c_str(),
+                    g.membership_error.empty() ? "not reported" : g.membership_error.c_str());
+      } else if (g.membership_version != n->membership_version) {
+        std::printf("  %s knows only v%llu (behind)\n", g.node.c_str(), U(g.membership_version));
+      }
+    }
   }
   for (const std::string& e : errors) std::printf("unreachable: %s\n", e.c_str());
 }

@@ -5,6 +5,7 @@
 // and the master; other paths get 404.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -59,7 +60,20 @@ TEST(MetricsServerTest, ScrapedCountersMoveAfterProposals) {
   int code = 0;
   const std::string status = HttpGet(server->port(), "/status", &code);
   EXPECT_EQ(code, 200);
-  EXPECT_NE(status.find("\"members\":[\"" + cluster.info(0).ToString()), std::string::npos)
+  EXPECT_NE(status.find("\"initial_members\":[\"" + cluster.info(0).ToString()), std::string::npos)
+      << status;
+  // The membership this node knows: the genesis (v0), the three voters.
+  std::vector<NodeInfo> sorted = {cluster.info(0), cluster.info(1), cluster.info(2)};
+  std::sort(sorted.begin(), sorted.end(),
+            [](const NodeInfo& a, const NodeInfo& b) { return a.id() < b.id(); });
+  std::string members;
+  for (const NodeInfo& n : sorted) {
+    members += std::string(members.empty() ? "" : ",") + "{\"id\":" + std::to_string(n.id()) +
+               ",\"node\":\"" + n.ToString() + "\",\"voter\":true}";
+  }
+  EXPECT_NE(status.find("\"role\":\"voter\",\"membership\":{\"version\":0,\"active_from\":0,"
+                        "\"pending\":false,\"members\":[" + members + "]}"),
+            std::string::npos)
       << status;
   EXPECT_NE(status.find("\"master\":\"" + cluster.info(master).ToString() + "\""),
             std::string::npos)
@@ -70,7 +84,8 @@ TEST(MetricsServerTest, ScrapedCountersMoveAfterProposals) {
   server->Stop();
 }
 
-// chorus_admin live: every member's /status, the master, lags.
+// chorus_admin live: every member's /status, the master, lags, roles and
+// the membership.
 TEST(MetricsServerTest, ChorusAdminLiveReadsEveryMember) {
   OpsCluster cluster(3, /*election=*/true);
   ASSERT_TRUE(cluster.StartAll().ok());
@@ -100,6 +115,7 @@ TEST(MetricsServerTest, ChorusAdminLiveReadsEveryMember) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find(cluster.info(master).ToString()), std::string::npos) << out;
   EXPECT_NE(out.find("master"), std::string::npos) << out;
+  EXPECT_NE(out.find("group 0 membership v0 (active from 0): voters "), std::string::npos) << out;
   out = run("--json live " + endpoints, &code);
   EXPECT_EQ(code, 0) << out;
   for (int i = 0; i < 3; ++i) {
@@ -109,6 +125,8 @@ TEST(MetricsServerTest, ChorusAdminLiveReadsEveryMember) {
   EXPECT_NE(out.find("\"is_master\":true"), std::string::npos) << out;
   EXPECT_NE(out.find("\"lag\":"), std::string::npos) << out;
   EXPECT_NE(out.find("\"errors\":[]"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"role\":\"voter\",\"membership_version\":0"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"memberships\":[{\"group\":0,\"version\":0,"), std::string::npos) << out;
   for (auto& s : servers) s->Stop();
 }
 

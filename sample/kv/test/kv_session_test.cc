@@ -40,8 +40,18 @@ class FakeBackend : public KvBackend {
   Status Count(uint64_t* keys, uint32_t* digest) override { return store_->Count(keys, digest); }
   std::string Info() override { return "# Replication\r\nrole:master\r\n"; }
   SessionStats* stats() override { return &stats_; }
+  Status Membership(const std::string& verb, const std::vector<std::string>& args,
+                    std::vector<std::string>* lines) override {
+    std::string call = verb;
+    for (const std::string& a : args) call += " " + a;
+    membership_calls.push_back(call);
+    if (verb == "members") *lines = {"version 2", "voter 1@127.0.0.1:7001"};
+    return membership_status;
+  }
 
   std::vector<std::string> values;
+  std::vector<std::string> membership_calls;
+  Status membership_status;
   int barriers = 0;
   Status write_status;
   Status barrier_status;
@@ -169,6 +179,21 @@ TEST_F(KvSessionTest, ManyWritesAreSplitIntoBoundedValues) {
   EXPECT_NE(out.find(":25\r\n"), std::string::npos);
   ASSERT_EQ(backend_->values.size(), 4u);  // 10 + 10 + 5 INCRs, then the SET
   for (const std::string& v : backend_->values) EXPECT_LE(v.size(), 2100u);
+}
+
+TEST_F(KvSessionTest, MembershipCommandsGoToTheBackend) {
+  EXPECT_EQ(Send("CHORUS.MEMBERS\r\n"),
+            "*2\r\n$9\r\nversion 2\r\n$22\r\nvoter 1@127.0.0.1:7001\r\n");
+  EXPECT_EQ(Send("chorus.addmember 4@127.0.0.1:7004\r\n"), "+OK\r\n");
+  EXPECT_EQ(Send("CHORUS.CHANGEMEMBER 3 4@127.0.0.1:7004\r\n"), "+OK\r\n");
+  EXPECT_EQ(Send("CHORUS.REMOVEMEMBER\r\n"),
+            "-ERR wrong number of arguments for 'chorus.removemember' command\r\n");
+  backend_->membership_status = Status::Busy("unsafe: 1 of 2 voters live");
+  EXPECT_EQ(Send("CHORUS.REMOVEMEMBER 3\r\n"), "-TRYAGAIN Busy: unsafe: 1 of 2 voters live\r\n");
+  EXPECT_EQ(Send("CHORUS.NOSUCH\r\n").compare(0, 24, "-ERR unknown command 'CH"), 0);
+  EXPECT_EQ(backend_->membership_calls,
+            (std::vector<std::string>{"members", "add 4@127.0.0.1:7004",
+                                      "change 3 4@127.0.0.1:7004", "remove 3"}));
 }
 
 }  // namespace

@@ -6,9 +6,12 @@
 //   GET /metrics  every group's GroupMetrics and the node's TransportMetrics
 //                 in the Prometheus text format (version 0.0.4), serialized
 //                 by prometheus-cpp. Names and labels: prometheus_text.cc.
-//   GET /status   a small JSON document: this node, the members, and per
-//                 group the instance ids, the master and this node's lag
-//                 behind it (chorus_admin's live mode reads it).
+//   GET /status   a small JSON document: this node, its initial members
+//                 (Options::nodes / join), and per group the instance ids,
+//                 the master, this node's lag behind it, its role and the
+//                 membership it knows (version, active_from, pending,
+//                 members with their roles); chorus_admin's live mode
+//                 reads it. Fields: status_json.cc.
 // Anything else is answered 404. One thread serves one request at a time
 // (HTTP/1.0 style: the connection closes after the answer); a client that
 // sends nothing for a few seconds is dropped, so a stuck scraper cannot hold
