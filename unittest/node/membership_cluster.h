@@ -10,6 +10,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,7 +30,11 @@ constexpr auto kMemberWait = std::chrono::seconds(60);
 
 class MemberCluster {
  public:
-  MemberCluster(int initial, int spares) : initial_(initial) {
+  // Each cluster gets its own cluster id: tests run in parallel and pick
+  // ports with FreePort, so a port reused by another test's node must not
+  // let the two clusters (with the same node ids) talk to each other.
+  MemberCluster(int initial, int spares)
+      : initial_(initial), cluster_id_(1 + (std::random_device{}() & 0x7fffffff)) {
     for (int i = 0; i < initial + spares; ++i) {
       NodeInfo n;
       n.host = "127.0.0.1";
@@ -65,7 +70,7 @@ class MemberCluster {
     } else {
       o.nodes = genesis();
     }
-    o.cluster_id = 77;
+    o.cluster_id = cluster_id_;
     o.data_dir = data_dir(i);
     o.create_if_missing = !started_[i];
     o.state_machines.push_back({0, machines_[i].get()});
@@ -98,7 +103,10 @@ class MemberCluster {
     return Node::Open(o, &running_[i]);
   }
   void StartGenesis() {
-    for (int i = 0; i < initial_; ++i) ASSERT_TRUE(Start(i).ok());
+    for (int i = 0; i < initial_; ++i) {
+      Status s = Start(i);
+      ASSERT_TRUE(s.ok()) << "node " << i << ": " << s.ToString();
+    }
   }
   void Stop(int i) { running_[i].reset(); }
   // Stops node i and returns its group 0 protocol counters.
@@ -211,6 +219,7 @@ class MemberCluster {
   }
 
   const int initial_;
+  const uint64_t cluster_id_;
   TempDir dir_;
   std::vector<NodeInfo> nodes_;
   std::vector<std::unique_ptr<CheckpointMachine>> machines_;
