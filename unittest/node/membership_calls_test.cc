@@ -134,6 +134,18 @@ TEST(MembershipTest, FollowerExecutesAndNeverCounts) {
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   ASSERT_EQ(c.ProposeMany(master, 10), 0);
   EXPECT_TRUE(c.Converged({0, 1, 2, 3}));
+  // A follower serves linearizable reads (read index through the master):
+  // once ReadBarrier returns, it executed every value chosen before the call.
+  const uint64_t chosen = c.node(master)->GetNowInstanceId(0);
+  uint64_t read_at = 0;
+  s = Status::Busy("not tried");
+  for (int k = 0; k < 50 && !s.ok(); ++k) {
+    s = c.node(3)->ReadBarrier(0, &read_at);
+    if (!s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(read_at, chosen);
+  EXPECT_GE(c.node(3)->GetNowInstanceId(0), chosen);
 
   // Stop both other voters.
   const uint64_t before = c.node(master)->GetNowInstanceId(0);
