@@ -107,7 +107,10 @@ struct Options {
   // Instances a proposer keeps in flight at once per group. Default 64.
   // More instances share each fsync round (the loop persists a whole round
   // with one synced write): propose_bench with 100 clients measured 64 at
-  // about 1.9x the throughput of 16, with a lower p99 (see README).
+  // about 1.9x the throughput of 16, with a lower p99 (see README). At most
+  // 256, the activation distance of membership changes (a change governs
+  // 256 instances after its own, so the instances in flight when it is
+  // chosen keep their quorums).
   int max_inflight = 64;
   // ---- Membership (Node::AddMember and friends) ----
   // Deadline of one membership call (the change, plus, for AddMember and
