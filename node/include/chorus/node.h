@@ -72,7 +72,9 @@ enum class MemberRole {
   kRemoved,      // it was a member and was removed: it proposes nothing
   kJoining,      // started with Options::join and not added yet
   // Its id is a voter, but under another data dir: it lost its state (e.g.
-  // its disk) and must be removed and added again; it never votes.
+  // its disk) and must be removed and added again; it never votes. Known
+  // once the node learned a membership that names it (from a change in the
+  // log or a checkpoint); before that such a node reads kJoining.
   kNotEligible,
 };
 
