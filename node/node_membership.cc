@@ -17,6 +17,22 @@
 
 namespace chorus {
 
+const char* MemberRoleText(MemberRole role) {
+  switch (role) {
+    case MemberRole::kVoter:
+      return "voter";
+    case MemberRole::kFollower:
+      return "follower";
+    case MemberRole::kRemoved:
+      return "removed";
+    case MemberRole::kJoining:
+      return "joining";
+    case MemberRole::kNotEligible:
+      return "not_eligible";
+  }
+  return "unknown";
+}
+
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;

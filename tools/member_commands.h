@@ -24,23 +24,6 @@
 
 namespace chorus {
 
-// "voter", "follower", "removed", "joining", "not_eligible".
-inline const char* MemberRoleText(MemberRole role) {
-  switch (role) {
-    case MemberRole::kVoter:
-      return "voter";
-    case MemberRole::kFollower:
-      return "follower";
-    case MemberRole::kRemoved:
-      return "removed";
-    case MemberRole::kJoining:
-      return "joining";
-    case MemberRole::kNotEligible:
-      return "not_eligible";
-  }
-  return "unknown";
-}
-
 // "id@host:port", or "ip:port" when the IPv4 host and port derive the id
 // (the membership records every id explicitly).
 inline std::string DisplayAddress(const NodeInfo& node) {

@@ -43,25 +43,9 @@ std::string NodeList(const std::vector<NodeInfo>& nodes) {
   return out + "]";
 }
 
-const char* RoleName(MemberRole role) {
-  switch (role) {
-    case MemberRole::kVoter:
-      return "voter";
-    case MemberRole::kFollower:
-      return "follower";
-    case MemberRole::kRemoved:
-      return "removed";
-    case MemberRole::kJoining:
-      return "joining";
-    case MemberRole::kNotEligible:
-      return "not_eligible";
-  }
-  return "unknown";
-}
-
 // ,"role":..,"membership":{...} (or "membership":null and the reason).
 std::string MembershipJson(const Node& node, uint32_t group, const GroupStatus& st) {
-  std::string out = ",\"role\":" + Quote(RoleName(st.role));
+  std::string out = ",\"role\":" + Quote(MemberRoleText(st.role));
   MembershipInfo info;
   const Status s = node.GetMembership(group, &info);
   if (!s.ok()) return out + ",\"membership\":null,\"membership_error\":" + Quote(s.ToString());

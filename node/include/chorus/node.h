@@ -77,6 +77,9 @@ enum class MemberRole {
   // log or a checkpoint); before that such a node reads kJoining.
   kNotEligible,
 };
+// "voter", "follower", "removed", "joining", "not_eligible": the name /status,
+// chorus_admin and the samples print.
+const char* MemberRoleText(MemberRole role);
 
 // Where this node stands in a group (Node::GetGroupStatus, second form).
 struct GroupStatus {
