@@ -386,6 +386,9 @@ void Group::ExecuteRound() {
   }
   // 3. Apply, then answer the proposers whose values are executed.
   for (const paxos::ChosenValue& c : round.chosen) Apply(c);
+  // Published before the answers: a membership call answered OK must find
+  // its change in GetMembership (the caller reads it right after).
+  membership_.AfterRound(*core_);
   for (const paxos::ProposalResult& f : round.finished) Finish(f);
   // 3b. Read barriers: each waits until the state machines executed every
   // instance below its read point (this round's applies included).
@@ -409,8 +412,8 @@ void Group::ExecuteRound() {
                             " halted: the paxos log disagrees with a peer's (checksum mismatch)"));
   }
   log_start_.store(core_->log_start(), std::memory_order_release);
-  // The core's membership (round.membership_changed, a checkpoint install,
-  // a NOT_MEMBER): compared with what was published, so nothing is missed.
+  // Again: a checkpoint install or a NOT_MEMBER of this round may have
+  // changed it since (compared with what was published; nothing is missed).
   membership_.AfterRound(*core_);
   checkpoint_->EndOfRound();
   UpdateMaster();

@@ -337,7 +337,9 @@ class Node {
 
   // The membership of `group` as this node knows it (a snapshot as of the
   // loop's latest round). OK, or InvalidArgument for a bad group. Works
-  // without master_election too.
+  // without master_election too. A change whose call returned OK shows here
+  // on the master at once, and on the other nodes once they learn it (the
+  // calling node included, when it is not the master).
   virtual Status GetMembership(uint32_t group, MembershipInfo* info) const = 0;
   // Adds `node` as a voter: first as a follower, then, once it has caught up
   // (Options::catch_up_margin_instances), promoted. The node must be running
