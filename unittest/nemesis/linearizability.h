@@ -11,8 +11,15 @@
 // (set of linearized operations, model state) pairs already explored).
 //
 // On a violation the checker shrinks the failing key's sub-history by
-// deleting operations while it still fails (1-minimal: removing any one
-// more operation makes it linearizable), within CheckOptions::max_seconds.
+// deleting operations while it still fails, within
+// CheckOptions::max_seconds. Only deletions that cannot turn a
+// linearizable history into a failing one are made, so that the shrunk
+// history's failure is evidence of the original's: a read or a CAS that did
+// not swap goes alone; an operation that changes the value goes together
+// with every operation that could observe it (the reads of its value, the
+// CAS expecting it, and the CAS that did not swap, completing after its
+// invoke, whose expected value may have been the one before it). The result is 1-minimal with respect to those deletions:
+// deleting any one more of them makes it linearizable.
 
 #ifndef CHORUS_UNITTEST_NEMESIS_LINEARIZABILITY_H_
 #define CHORUS_UNITTEST_NEMESIS_LINEARIZABILITY_H_
@@ -32,6 +39,9 @@ struct CheckOptions {
   double max_seconds = 60;
   // Shrink a failing key's sub-history to a 1-minimal one.
   bool minimize = true;
+  // One key's search gives up (kUnknown) once it has explored this many
+  // (linearized set, value) states: about 50 bytes each.
+  size_t max_states = size_t{8} << 20;
 };
 
 struct CheckResult {
@@ -41,7 +51,14 @@ struct CheckResult {
   size_t keys = 0;
   std::string failing_key;         // kViolation
   std::vector<Operation> minimal;  // kViolation: failing sub-history of that key
-  double seconds = 0;              // time to decide
+  // kViolation: `minimal` is 1-minimal (false: minimize was off or the
+  // time ran out while shrinking; it still fails).
+  bool minimized = false;
+  double seconds = 0;  // time to decide
+  // kUnknown: why (the time ran out, or the history is malformed: an
+  // operation id twice, a kOk or kFailed one that completes before it is
+  // invoked).
+  std::string error;
   // A report for people: the verdict, the counts and the failing
   // sub-history one operation per line.
   std::string Describe() const;
