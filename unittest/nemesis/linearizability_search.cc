@@ -23,8 +23,8 @@ struct SearchOp {
   bool swapped = false;
   int64_t invoke = 0;
   int64_t complete = 0;
-  // Zobrist keys: a set of linearized operations is named by the XOR of
-  // its members' keys (128 bits: two sets share a name with probability
+  // Zobrist keys: a set of linearized kOk operations is named by the XOR
+  // of its members' keys (128 bits: two sets share a name with probability
   // 2^-128, far below anything a run can meet).
   uint64_t key1 = 0;
   uint64_t key2 = 0;
@@ -93,50 +93,82 @@ std::vector<const Operation*> DropUnobservable(const std::vector<const Operation
   return kept;
 }
 
-// The explored (linearized set, value) pairs: open addressing, grows at
-// half full.
+// The explored states. A state is the set of kOk operations linearized,
+// the value, and the kUnknown operations taken. A state is dominated by an
+// explored one with the same kOk set and value that took a subset of its
+// kUnknown operations: a kUnknown operation is never required, so whatever
+// can follow the new state can follow the explored one, which failed. This
+// is what keeps kUnknown operations cheap: taking one that does not help,
+// then an ordinary write, leads to a state dominated by taking the write
+// alone.
 class StateCache {
  public:
   StateCache() : slots_(1u << 12) {}
 
-  // false when the pair was there already.
-  bool Insert(uint64_t set1, uint64_t set2, int value) {
-    if ((size_ + 1) * 2 > slots_.size()) Grow();
-    return Place(set1, set2, value);
+  // Records the state; false when it was explored or is dominated.
+  // `taken` lists the kUnknown operations taken (indexes), `is_taken`
+  // tells the same by index.
+  bool Visit(uint64_t set1, uint64_t set2, int value, const std::vector<int>& taken,
+             const std::vector<bool>& is_taken) {
+    if ((used_ + 1) * 2 > slots_.size()) Grow();
+    Slot* slot = Find(set1, set2, value);
+    if (slot->value >= 0) {
+      for (int e = slot->first; e >= 0; e = entries_[e].next) {
+        const Entry& entry = entries_[e];
+        bool subset = true;
+        for (uint32_t k = 0; k < entry.length && subset; ++k) {
+          subset = is_taken[pool_[entry.offset + k]];
+        }
+        if (subset) return false;
+      }
+    } else {
+      *slot = Slot{set1, set2, value, -1};
+      ++used_;
+    }
+    entries_.push_back(Entry{static_cast<uint32_t>(pool_.size()),
+                             static_cast<uint32_t>(taken.size()), slot->first});
+    slot->first = static_cast<int>(entries_.size() - 1);
+    pool_.insert(pool_.end(), taken.begin(), taken.end());
+    return true;
   }
-  size_t size() const { return size_; }
+  size_t size() const { return entries_.size(); }
 
  private:
   struct Slot {
     uint64_t set1 = 0;
     uint64_t set2 = 0;
     int32_t value = -1;  // -1: empty
+    int32_t first = -1;  // entries_ of this (set, value), newest first
+  };
+  struct Entry {
+    uint32_t offset;  // the taken kUnknown operations: pool_[offset, offset + length)
+    uint32_t length;
+    int32_t next;
   };
 
-  bool Place(uint64_t set1, uint64_t set2, int value) {
+  Slot* Find(uint64_t set1, uint64_t set2, int value) {
     const size_t mask = slots_.size() - 1;
     size_t i = (set1 ^ (static_cast<uint64_t>(value) * 0x9E3779B97F4A7C15ull)) & mask;
     while (slots_[i].value >= 0) {
       const Slot& s = slots_[i];
-      if (s.set1 == set1 && s.set2 == set2 && s.value == value) return false;
+      if (s.set1 == set1 && s.set2 == set2 && s.value == value) break;
       i = (i + 1) & mask;
     }
-    slots_[i] = Slot{set1, set2, value};
-    ++size_;
-    return true;
+    return &slots_[i];
   }
 
   void Grow() {
     std::vector<Slot> old(slots_.size() * 2);
     old.swap(slots_);
-    size_ = 0;
     for (const Slot& s : old) {
-      if (s.value >= 0) Place(s.set1, s.set2, s.value);
+      if (s.value >= 0) *Find(s.set1, s.set2, s.value) = s;
     }
   }
 
   std::vector<Slot> slots_;
-  size_t size_ = 0;
+  size_t used_ = 0;
+  std::vector<Entry> entries_;
+  std::vector<int> pool_;
 };
 
 // Wing & Gong's search with Lowe's cache. The kOk operations are a list of
@@ -197,11 +229,14 @@ class Search {
   size_t known_ops_ = 0;
 
   StateCache cache_;
+  std::vector<int> taken_;      // kUnknown ops taken, in order
+  std::vector<bool> is_taken_;  // by op
   int value_ = 0;
   uint64_t set1_ = 0, set2_ = 0;
 };
 
 void Search::BuildLists() {
+  is_taken_.assign(ops_.size(), false);
   for (size_t i = 0; i < ops_.size(); ++i) {
     const SearchOp& op = ops_[i];
     if (!op.known) {
@@ -272,9 +307,20 @@ bool Search::Take(int op) {
   ++stats_->steps;
   int after = 0;
   if (!Apply(ops_[op], value_, &after)) return false;
-  if (!cache_.Insert(set1_ ^ ops_[op].key1, set2_ ^ ops_[op].key2, after)) return false;
-  set1_ ^= ops_[op].key1;
-  set2_ ^= ops_[op].key2;
+  const SearchOp& o = ops_[op];
+  if (o.known) {
+    if (!cache_.Visit(set1_ ^ o.key1, set2_ ^ o.key2, after, taken_, is_taken_)) return false;
+    set1_ ^= o.key1;
+    set2_ ^= o.key2;
+  } else {
+    taken_.push_back(op);
+    is_taken_[op] = true;
+    if (!cache_.Visit(set1_, set2_, after, taken_, is_taken_)) {
+      taken_.pop_back();
+      is_taken_[op] = false;
+      return false;
+    }
+  }
   value_ = after;
   return true;
 }
@@ -328,7 +374,13 @@ KeyVerdict Search::Run() {
     }
     if (at >= 0 && ops_[unknown_[at]].invoke <= bound) {
       const int value_before = value_;
-      if (Take(unknown_[at])) {
+      // A kUnknown write right after another kUnknown op (no kOk op
+      // between) overwrites what that one did: the state it leads to is
+      // dominated by taking the write alone, which is tried from the state
+      // before.
+      const bool overwrite = ops_[unknown_[at]].kind == OpKind::kWrite && !stack.empty() &&
+                             stack.back().unknown;
+      if (!overwrite && Take(unknown_[at])) {
         stack.push_back(Choice{true, at, value_before, bound});
         Unlink(&unext_, &uprev_, at);
         in_unknown = false;
@@ -344,8 +396,13 @@ KeyVerdict Search::Run() {
     stack.pop_back();
     value_ = c.value_before;
     const int op = c.unknown ? unknown_[c.at] : events_[c.at].op;
-    set1_ ^= ops_[op].key1;
-    set2_ ^= ops_[op].key2;
+    if (c.unknown) {
+      taken_.pop_back();
+      is_taken_[op] = false;
+    } else {
+      set1_ ^= ops_[op].key1;
+      set2_ ^= ops_[op].key2;
+    }
     if (c.unknown) {
       Relink(&unext_, &uprev_, c.at);
       in_unknown = true;
