@@ -77,7 +77,7 @@ std::string Upper(const std::string& name) {
 
 bool IsWriteCommand(const std::string& n) {
   return n == "SET" || n == "DEL" || n == "INCR" || n == "INCRBY" || n == "DECR" ||
-         n == "DECRBY" || n == "MSET";
+         n == "DECRBY" || n == "MSET" || n == "CHORUS.CAS";
 }
 
 std::string MakeWriteOp(const std::string& n, RespRequest* request, WriteOp* op) {
@@ -103,7 +103,13 @@ std::string MakeWriteOp(const std::string& n, RespRequest* request, WriteOp* op)
     op->args.push_back(std::move(r[2]));
     return "";
   }
-  if (n == "DEL") {
+  if (n == "CHORUS.CAS") {
+    if (argc != 4) return WrongArgs(n);
+    // "" stands for "absent" on the expected side; as a new value it could
+    // not be told from an absent key.
+    if (r[3].empty()) return "ERR CHORUS.CAS: the new value must not be empty";
+    op->code = OpCode::kCas;
+  } else if (n == "DEL") {
     if (argc < 2) return WrongArgs(n);
     op->code = OpCode::kDel;
   } else if (n == "MSET") {
@@ -171,7 +177,7 @@ bool DecodeOps(const std::string& value, std::vector<WriteOp>* ops) {
     uint64_t delta = 0;
     uint32_t argc = 0;
     if (!in.U8(&code) || !in.U8(&op.flags) || !in.U64(&delta) || !in.U32(&argc)) return false;
-    if (code < 1 || code > 4 || argc > in.left() / 4) return false;
+    if (code < 1 || code > 5 || argc > in.left() / 4) return false;
     op.code = static_cast<OpCode>(code);
     op.delta = static_cast<int64_t>(delta);
     op.args.resize(argc);
@@ -183,7 +189,8 @@ bool DecodeOps(const std::string& value, std::vector<WriteOp>* ops) {
     const bool arity_ok = (op.code == OpCode::kSet && argc == 2) ||
                           (op.code == OpCode::kDel && argc >= 1) ||
                           (op.code == OpCode::kIncrBy && argc == 1) ||
-                          (op.code == OpCode::kMSet && argc >= 2 && argc % 2 == 0);
+                          (op.code == OpCode::kMSet && argc >= 2 && argc % 2 == 0) ||
+                          (op.code == OpCode::kCas && argc == 3);
     if (!arity_ok) return false;
   }
   return in.left() == 0;

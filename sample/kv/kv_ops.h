@@ -23,6 +23,7 @@ enum class OpCode : uint8_t {
   kDel = 2,     // args: key...
   kIncrBy = 3,  // args: key; delta
   kMSet = 4,    // args: key value key value ...
+  kCas = 5,     // args: key expected new (CHORUS.CAS; expected "" = absent)
 };
 
 enum OpFlags : uint8_t { kNx = 1, kXx = 2 };
@@ -37,7 +38,8 @@ struct WriteOp {
 // The command name in upper case ("set" -> "SET").
 std::string Upper(const std::string& name);
 
-// Whether `upper_name` is a write: SET DEL INCR INCRBY DECR DECRBY MSET.
+// Whether `upper_name` is a write: SET DEL INCR INCRBY DECR DECRBY MSET
+// CHORUS.CAS.
 bool IsWriteCommand(const std::string& upper_name);
 
 // Turns a write request (its name already upper-cased in `upper_name`) into

@@ -11,7 +11,8 @@
 //
 // The state lives in a KvStore (its own leveldb under --kv_dir, default
 // <data_dir>/kv) replicated by one chorus group with master election on.
-// Writes (SET [NX|XX], DEL, INCR, INCRBY, DECR, DECRBY, MSET) are proposed
+// Writes (SET [NX|XX], DEL, INCR, INCRBY, DECR, DECRBY, MSET, and
+// CHORUS.CAS key expected new: a compare-and-set, kv_session.h) are proposed
 // with BatchPropose on whichever node the client is connected to (a follower
 // forwards them to the master) and answered with what the state machine
 // replied. Reads (GET, MGET, EXISTS, DBSIZE, DEBUG DIGEST) wait for
@@ -22,7 +23,8 @@
 // start are answered locally; anything else gets an error reply. The
 // CHORUS.* commands (kv_session.h) change the group's membership:
 // CHORUS.MEMBERS, CHORUS.ADDMEMBER, CHORUS.ADDFOLLOWER, CHORUS.PROMOTE,
-// CHORUS.REMOVEMEMBER, CHORUS.CHANGEMEMBER.
+// CHORUS.REMOVEMEMBER, CHORUS.CHANGEMEMBER; CHORUS.TRANSFER id hands the
+// mastership to member id (sent to the master).
 //
 // stdout (one line each, flushed at once):
 //   ready node=<ip:port> id=<id> resp=<ip:port>     serving clients
@@ -157,6 +159,8 @@ class ReplicaBackend : public chorus::kv::KvBackend {
     }
     return s;
   }
+
+  Status TransferMaster(uint64_t node_id) override { return node_->TransferMaster(0, node_id); }
 
   std::string Info() override {
     chorus::MasterInfo m;

@@ -1,5 +1,6 @@
 #include "sample/kv/kv_session.h"
 
+#include <cstdint>
 #include <cstdio>
 
 namespace chorus {
@@ -10,6 +11,10 @@ KvBackend::~KvBackend() = default;
 Status KvBackend::Membership(const std::string&, const std::vector<std::string>&,
                              std::vector<std::string>*) {
   return Status::NotSupported("this server has no membership");
+}
+
+Status KvBackend::TransferMaster(uint64_t) {
+  return Status::NotSupported("this server has no master to transfer");
 }
 
 struct KvSession::Item {
@@ -31,6 +36,20 @@ std::string Lower(const std::string& s) {
   std::string l = s;
   for (char& c : l) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   return l;
+}
+
+// A node id as CHORUS.TRANSFER takes it: decimal, 1 .. 2^64-1.
+bool ParseNodeId(const std::string& s, uint64_t* id) {
+  if (s.empty() || s.size() > 20) return false;
+  uint64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (n > (UINT64_MAX - digit) / 10) return false;
+    n = n * 10 + digit;
+  }
+  *id = n;
+  return n != 0;
 }
 
 std::string WrongArgs(const std::string& name) {
@@ -270,6 +289,16 @@ bool KvSession::ServeLocal(const RespRequest& r, const std::string& name, std::s
 }
 
 void KvSession::ServeMembership(const RespRequest& r, const std::string& name, std::string* out) {
+  if (name == "CHORUS.TRANSFER") {
+    if (r.size() != 2) return Error(out, WrongArgs(name));
+    uint64_t id = 0;
+    if (!ParseNodeId(r[1], &id)) {
+      return Error(out, "ERR CHORUS.TRANSFER: node id must be a positive integer");
+    }
+    const Status s = backend_->TransferMaster(id);
+    if (!s.ok()) return Error(out, FailureReply(s));
+    return AppendSimple(out, "OK");
+  }
   static const struct {
     const char* command;
     const char* verb;

@@ -61,6 +61,10 @@ class KvBackend {
   // for as long as the change takes. Default: NotSupported.
   virtual Status Membership(const std::string& verb, const std::vector<std::string>& args,
                             std::vector<std::string>* lines);
+  // Hands the group's mastership to member `node_id` (CHORUS.TRANSFER):
+  // Node::TransferMaster on this replica, so it works on the master only
+  // (NotMaster elsewhere). Default: NotSupported.
+  virtual Status TransferMaster(uint64_t node_id);
   virtual SessionStats* stats() = 0;
 };
 
@@ -89,9 +93,23 @@ struct SessionOptions {
 //   CHORUS.PROMOTE id                       +OK
 //   CHORUS.REMOVEMEMBER id                  +OK
 //   CHORUS.CHANGEMEMBER old_id [id@]host:port  +OK (replaces old_id by the new node)
+//   CHORUS.TRANSFER id                      +OK once this node, the master,
+//                                           sent the hand-over to member id
+//                                           (KvBackend::TransferMaster);
+//                                           "ERR NotMaster: ..." on another node
 // A failure is an error reply: "TRYAGAIN Busy: ..." (no master, another
 // change in progress, an unsafe removal: retry later), "TIMEOUT outcome
 // unknown: ...", or "ERR <Status>".
+//
+// And one replicated write of its own, proposed and batched like SET:
+//   CHORUS.CAS key expected new             :1 when the key held `expected`
+//                                           and now holds `new`, :0 when it
+//                                           held something else (unchanged).
+//                                           expected "" means "the key is
+//                                           absent" (a key holding "" never
+//                                           matches); new must not be "".
+// Like every write it is decided by the state machine on every replica in
+// log order, so it is atomic against every other write.
 class KvSession {
  public:
   KvSession(KvBackend* backend, const SessionOptions& options, uint64_t client_id)

@@ -325,6 +325,14 @@ void KvStore::Apply(const std::vector<WriteOp>& ops, const KvPosition& next,
         AppendInteger(replies, n);
         break;
       }
+      case OpCode::kCas: {
+        // Expected "" matches an absent key only (not one holding "").
+        const bool exists = read(op.args[0], &old);
+        const bool match = op.args[1].empty() ? !exists : exists && old == op.args[1];
+        if (match) put(op.args[0], op.args[2]);
+        AppendInteger(replies, match ? 1 : 0);
+        break;
+      }
     }
   }
   Commit(&batch, next, writes_.load(std::memory_order_relaxed) + ops.size());

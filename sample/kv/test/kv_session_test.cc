@@ -49,8 +49,15 @@ class FakeBackend : public KvBackend {
     return membership_status;
   }
 
+  Status TransferMaster(uint64_t node_id) override {
+    transfers.push_back(node_id);
+    return transfer_status;
+  }
+
   std::vector<std::string> values;
   std::vector<std::string> membership_calls;
+  std::vector<uint64_t> transfers;
+  Status transfer_status;
   Status membership_status;
   int barriers = 0;
   Status write_status;
@@ -194,6 +201,45 @@ TEST_F(KvSessionTest, MembershipCommandsGoToTheBackend) {
   EXPECT_EQ(backend_->membership_calls,
             (std::vector<std::string>{"members", "add 4@127.0.0.1:7004",
                                       "change 3 4@127.0.0.1:7004", "remove 3"}));
+}
+
+TEST_F(KvSessionTest, CompareAndSetIsAReplicatedWrite) {
+  EXPECT_EQ(Send("SET k a\r\nCHORUS.CAS k a b\r\nCHORUS.CAS k a c\r\nGET k\r\n"),
+            "+OK\r\n:1\r\n:0\r\n$1\r\nb\r\n");
+  // The three writes went as one proposed value, in order.
+  ASSERT_EQ(backend_->values.size(), 1u);
+  std::vector<WriteOp> ops;
+  ASSERT_TRUE(DecodeOps(backend_->values[0], &ops));
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[1].code, OpCode::kCas);
+  EXPECT_EQ(ops[1].args, (std::vector<std::string>{"k", "a", "b"}));
+  // "" (an empty bulk string) expects the key absent.
+  EXPECT_EQ(Send("*4\r\n$10\r\nCHORUS.CAS\r\n$3\r\nnew\r\n$0\r\n\r\n$1\r\nx\r\n"), ":1\r\n");
+  EXPECT_EQ(Send("GET new\r\n"), "$1\r\nx\r\n");
+  // Refused before anything is proposed.
+  EXPECT_EQ(Send("CHORUS.CAS k b\r\n*4\r\n$10\r\nCHORUS.CAS\r\n$1\r\nk\r\n$1\r\nb\r\n$0\r\n\r\n"),
+            "-ERR wrong number of arguments for 'chorus.cas' command\r\n"
+            "-ERR CHORUS.CAS: the new value must not be empty\r\n");
+  EXPECT_EQ(backend_->values.size(), 2u);
+  // A proposal that timed out answers as SET does.
+  backend_->write_status = Status::Timeout("not chosen in time");
+  EXPECT_EQ(Send("CHORUS.CAS k b c\r\n"), "-TIMEOUT outcome unknown: Timeout: not chosen in time\r\n");
+}
+
+TEST_F(KvSessionTest, TransferGoesToTheBackend) {
+  EXPECT_EQ(Send("CHORUS.TRANSFER 2\r\nchorus.transfer 18446744073709551615\r\n"), "+OK\r\n+OK\r\n");
+  EXPECT_EQ(backend_->transfers, (std::vector<uint64_t>{2, 18446744073709551615u}));
+  backend_->transfer_status = Status::NotMaster("the master is 1@127.0.0.1:7001");
+  EXPECT_EQ(Send("CHORUS.TRANSFER 3\r\n"), "-ERR NotMaster: the master is 1@127.0.0.1:7001\r\n");
+  for (const char* bad : {"0", "x", "-1", "18446744073709551616", "2a"}) {
+    EXPECT_EQ(Send(std::string("CHORUS.TRANSFER ") + bad + "\r\n"),
+              "-ERR CHORUS.TRANSFER: node id must be a positive integer\r\n")
+        << bad;
+  }
+  EXPECT_EQ(Send("CHORUS.TRANSFER\r\n"),
+            "-ERR wrong number of arguments for 'chorus.transfer' command\r\n");
+  EXPECT_EQ(backend_->transfers.size(), 3u);
+  EXPECT_TRUE(backend_->values.empty());
 }
 
 }  // namespace

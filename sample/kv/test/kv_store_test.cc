@@ -110,6 +110,38 @@ TEST_F(KvStoreTest, OpsOfOneValueSeeEachOther) {
   EXPECT_EQ(GetOr(s.get(), "n"), "5");
 }
 
+TEST_F(KvStoreTest, CompareAndSet) {
+  auto s = OpenStore("a");
+  // "" expects an absent key.
+  EXPECT_EQ(Run(s.get(), 0, {"CHORUS.CAS", "k", "", "a"}), ":1\r\n");
+  EXPECT_EQ(GetOr(s.get(), "k"), "a");
+  EXPECT_EQ(Run(s.get(), 1, {"CHORUS.CAS", "k", "", "b"}), ":0\r\n");
+  EXPECT_EQ(Run(s.get(), 2, {"CHORUS.CAS", "k", "x", "b"}), ":0\r\n");
+  EXPECT_EQ(GetOr(s.get(), "k"), "a");
+  EXPECT_EQ(Run(s.get(), 3, {"chorus.cas", "k", "a", "b"}), ":1\r\n");
+  EXPECT_EQ(GetOr(s.get(), "k"), "b");
+  // A key holding "" is not absent.
+  EXPECT_EQ(Run(s.get(), 4, {"SET", "e", ""}), "+OK\r\n");
+  EXPECT_EQ(Run(s.get(), 5, {"CHORUS.CAS", "e", "", "z"}), ":0\r\n");
+  EXPECT_EQ(GetOr(s.get(), "e"), "");
+  EXPECT_EQ(Run(s.get(), 6, {"CHORUS.CAS", "gone", "a", "z"}), ":0\r\n");
+  EXPECT_EQ(GetOr(s.get(), "gone"), "<none>");
+  EXPECT_EQ(s->writes_applied(), 7u);
+  // Ops of one value see each other: each CAS finds the previous one's value.
+  std::vector<WriteOp> ops;
+  for (RespRequest r : {RespRequest{"CHORUS.CAS", "c", "", "1"}, RespRequest{"CHORUS.CAS", "c", "1", "2"},
+                        RespRequest{"CHORUS.CAS", "c", "1", "3"}, RespRequest{"DEL", "c"},
+                        RespRequest{"CHORUS.CAS", "c", "", "4"}}) {
+    WriteOp op;
+    ASSERT_EQ(MakeWriteOp(Upper(r[0]), &r, &op), "");
+    ops.push_back(op);
+  }
+  std::string replies;
+  s->Apply(ops, KvPosition{8, 0}, &replies);
+  EXPECT_EQ(replies, ":1\r\n:1\r\n:0\r\n:1\r\n:1\r\n");
+  EXPECT_EQ(GetOr(s.get(), "c"), "4");
+}
+
 TEST_F(KvStoreTest, RestartKeepsStateAndPositionAndSkipsWhatWasApplied) {
   {
     auto s = OpenStore("a");

@@ -166,7 +166,8 @@ TEST(KvOps, EncodeDecodeRoundTrip) {
   std::vector<WriteOp> ops;
   for (const RespRequest& req : {RespRequest{"set", "k", "v", "nx"},
                                  RespRequest{"DEL", "a", "b"}, RespRequest{"INCRBY", "n", "-7"},
-                                 RespRequest{"MSET", "a", "1", "b", "2"}}) {
+                                 RespRequest{"MSET", "a", "1", "b", "2"},
+                                 RespRequest{"chorus.cas", "k", "", "new"}}) {
     RespRequest r = req;
     WriteOp op;
     ASSERT_EQ(MakeWriteOp(Upper(r[0]), &r, &op), "");
@@ -176,10 +177,12 @@ TEST(KvOps, EncodeDecodeRoundTrip) {
   EncodeOps(ops, &value);
   std::vector<WriteOp> back;
   ASSERT_TRUE(DecodeOps(value, &back));
-  ASSERT_EQ(back.size(), 4u);
+  ASSERT_EQ(back.size(), 5u);
   EXPECT_EQ(back[0].flags, kNx);
   EXPECT_EQ(back[2].delta, -7);
   EXPECT_EQ(back[3].args, (std::vector<std::string>{"a", "1", "b", "2"}));
+  EXPECT_EQ(back[4].code, OpCode::kCas);
+  EXPECT_EQ(back[4].args, (std::vector<std::string>{"k", "", "new"}));
   // Every truncation and a flipped byte in a header is refused, never a crash.
   for (size_t n = 0; n < value.size(); ++n) EXPECT_FALSE(DecodeOps(value.substr(0, n), &back));
   std::string bad = value;
@@ -199,6 +202,23 @@ TEST(KvOps, ArgumentErrors) {
   EXPECT_EQ(err({"INCRBY", "n", "x"}), "ERR value is not an integer or out of range");
   EXPECT_EQ(err({"INCR"}), "ERR wrong number of arguments for 'incr' command");
   EXPECT_EQ(err({"DECRBY", "n", "-9223372036854775808"}), "ERR decrement would overflow");
+  EXPECT_EQ(err({"CHORUS.CAS", "k", "a"}),
+            "ERR wrong number of arguments for 'chorus.cas' command");
+  EXPECT_EQ(err({"CHORUS.CAS", "k", "a", "b", "c"}),
+            "ERR wrong number of arguments for 'chorus.cas' command");
+  EXPECT_EQ(err({"CHORUS.CAS", "k", "a", ""}), "ERR CHORUS.CAS: the new value must not be empty");
+}
+
+TEST(KvOps, CasWithWrongArityDoesNotDecode) {
+  for (size_t argc : {2u, 4u}) {
+    WriteOp op;
+    op.code = OpCode::kCas;
+    op.args.assign(argc, "x");
+    std::string value;
+    EncodeOps({op}, &value);
+    std::vector<WriteOp> back;
+    EXPECT_FALSE(DecodeOps(value, &back)) << argc;
+  }
 }
 
 }  // namespace
