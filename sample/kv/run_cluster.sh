@@ -13,6 +13,9 @@
 #     index on a follower, a lease read on the master), MSET / INCR / DEL /
 #     EXISTS / SET NX through different nodes; an unknown command and
 #     malformed / oversized requests get error replies (and the node lives);
+#     CHORUS.CAS swaps through one node and is seen on the others;
+#     CHORUS.TRANSFER on a follower is refused (NotMaster), on the master it
+#     hands the mastership to the node named, which all three then name;
 #  3. kills the master with kill -9, waits until the two others agree on a
 #     new master, and checks that writes continue through both survivors,
 #     then makes MORE_WRITES single writes, and (with a chorus that makes
@@ -127,6 +130,27 @@ for bad in '*1\r\n$x\r\n' '*2\r\n$3\r\nGET\r\n$99999999999\r\n' '*9999999\r\n' '
 done
 alive 3 || fail "node 3 exited after malformed input"
 expect 3 PONG PING
+
+# Compare-and-set: "" expects the key absent; :1 swapped, :0 not.
+expect 1 1 CHORUS.CAS slot "" first
+expect 2 0 CHORUS.CAS slot "" again
+expect 3 1 CHORUS.CAS slot first second
+expect 1 0 CHORUS.CAS slot first third
+expect 2 second GET slot
+
+# Master transfer: refused on a follower, done on the master.
+target=1
+[ "$target" = "$old" ] && target=2
+target_id=$(field "$target" node_id)
+got=$(cli "$target" CHORUS.TRANSFER "$target_id")
+[[ "$got" == "ERR NotMaster: "* ]] || fail "node $target (a follower): CHORUS.TRANSFER answered '$got'"
+echo "run_cluster: node $target: CHORUS.TRANSFER $target_id -> $got"
+expect "$old" OK CHORUS.TRANSFER "$target_id"
+old=$(wait_master 1 2 3)
+[ "$old" = "$target" ] || fail "after CHORUS.TRANSFER $target_id the master is node $old, not $target"
+echo "run_cluster: the mastership moved to node $target (id $target_id)"
+retry 3 OK SET after-transfer yes
+expect 1 yes GET after-transfer
 
 # 3. kill -9 the master: the two others elect a new one, writes continue.
 survivors=()
