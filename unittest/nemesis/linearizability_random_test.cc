@@ -195,6 +195,29 @@ TEST(LinearizabilityRandom, NemesisSizedHistory) {
   std::printf("%s", r.Describe().c_str());
 }
 
+// Many writes and CAS left open (10% that took effect, 10% more that never
+// did): the ones the search must place, and the ones it must leave out.
+TEST(LinearizabilityRandom, ManyUnknownOperations) {
+  GenOptions options;
+  options.ops = 5000;
+  options.keys = 4;
+  options.clients = 10;
+  options.unknown_applied = 0.1;
+  options.unknown_dropped = 0.1;
+  std::vector<Operation> h = Generator(9, options).Run();
+  CheckResult r = CheckLinearizable(h, CheckOptions());
+  ASSERT_EQ(r.verdict, CheckResult::Verdict::kLinearizable) << r.Describe();
+  std::printf("%s", r.Describe().c_str());
+  const std::vector<size_t> reads = OkReads(h);
+  Operation& liar = h[reads[reads.size() / 3]];
+  liar.output = "never-written";
+  r = CheckLinearizable(h, CheckOptions());
+  ASSERT_EQ(r.verdict, CheckResult::Verdict::kViolation) << r.Describe();
+  ASSERT_EQ(r.minimal.size(), 1u) << r.Describe();
+  EXPECT_EQ(r.minimal[0].id, liar.id);
+  std::printf("%s", r.Describe().c_str());
+}
+
 TEST(HistoryFormat, RoundTrip) {
   std::vector<Operation> h = Generator(7, GenOptions()).Run();
   Operation odd;

@@ -176,17 +176,25 @@ class StateCache {
 // when its call comes before the first return still in the list (no
 // operation left over completed before it was invoked). Taking it lifts
 // its two events out of the list (dancing links: undone in reverse order
-// when the search backs up). kUnknown operations have no return: they sit
-// in a list of their own and are tried only after the kOk candidates, as
-// they are rarely what a read needs. The history is linearizable once
-// every kOk operation is in the order: a kUnknown one left over never took
-// effect.
+// when the search backs up). The history is linearizable once every kOk
+// operation is in the order: a kUnknown one left over never took effect.
+//
+// kUnknown operations have no return, so they stay candidates for ever
+// and could multiply the states by every subset of them. They are tried
+// only after the kOk candidates of a state failed, and only those that can
+// help the next step: taking a kUnknown op u (which sets value v) now is
+// useful only if some candidate needs v right after it: a read of v, a CAS
+// expecting v, a CAS that did not swap expecting the present value, or a
+// kUnknown CAS expecting v. Any other op k after u could go first (it is a
+// candidate already and u stays one) or overwrites u (a write): a
+// successful order can always be rearranged so that each kUnknown op is
+// followed by one that needs it, or dropped.
 class Search {
  public:
   Search(std::vector<SearchOp> ops, std::chrono::steady_clock::time_point deadline,
          size_t max_cache_entries, KeySearchStats* stats)
       : ops_(std::move(ops)), deadline_(deadline), max_cache_(max_cache_entries), stats_(stats) {
-    BuildLists();
+    Build();
   }
 
   KeyVerdict Run();
@@ -200,13 +208,12 @@ class Search {
     int partner = 0;  // the op's other event
   };
   struct Choice {
-    bool unknown = false;  // from the kUnknown list
-    int at = 0;            // the event (kOk) or op (kUnknown) taken
+    bool unknown = false;  // a kUnknown op (else a kOk op's call event)
+    int at = 0;            // the call event, or the index in the state's candidates
     int value_before = 0;
-    int64_t bound = 0;  // kUnknown: the first return when it was taken
   };
 
-  void BuildLists();
+  void Build();
   // The value after `op` at `value`, or false when the model refuses it.
   // A kUnknown op that would change nothing is refused: leaving it for
   // later can do all that taking it now can.
@@ -214,8 +221,12 @@ class Search {
   // Takes `op` at the current value if the model accepts it and the result
   // was not explored before.
   bool Take(int op);
-  void Unlink(std::vector<int>* next, std::vector<int>* prev, int i);
-  void Relink(std::vector<int>* next, std::vector<int>* prev, int i);
+  void Untake(int op, int value_before);
+  // The kUnknown ops worth trying at the present state (see the class
+  // comment), given the first return still in the list.
+  void UsefulUnknown(int first_return, std::vector<int>* out);
+  void Unlink(int i);
+  void Relink(int i);
 
   std::vector<SearchOp> ops_;
   const std::chrono::steady_clock::time_point deadline_;
@@ -223,10 +234,11 @@ class Search {
   KeySearchStats* const stats_;
 
   std::vector<Event> events_;
-  std::vector<int> next_, prev_;    // events; head: events_.size()
-  std::vector<int> unknown_;        // kUnknown ops by invoke
-  std::vector<int> unext_, uprev_;  // positions in unknown_; head: unknown_.size()
+  std::vector<int> next_, prev_;  // events; head: events_.size()
   size_t known_ops_ = 0;
+  std::vector<int> unknown_;      // kUnknown ops by invoke
+  std::vector<int> unknown_cas_;  // the kUnknown CAS among them
+  std::vector<std::vector<int>> producers_;  // value -> kUnknown ops setting it, by invoke
 
   StateCache cache_;
   std::vector<int> taken_;      // kUnknown ops taken, in order
@@ -235,8 +247,13 @@ class Search {
   uint64_t set1_ = 0, set2_ = 0;
 };
 
-void Search::BuildLists() {
+void Search::Build() {
   is_taken_.assign(ops_.size(), false);
+  int values = 1;
+  for (const SearchOp& op : ops_) {
+    values = std::max({values, op.value + 1, op.expected + 1, op.output + 1});
+  }
+  producers_.resize(values);
   for (size_t i = 0; i < ops_.size(); ++i) {
     const SearchOp& op = ops_[i];
     if (!op.known) {
@@ -272,16 +289,13 @@ void Search::BuildLists() {
   }
   next_[n] = n > 0 ? 0 : -1;
 
-  std::sort(unknown_.begin(), unknown_.end(),
-            [this](int a, int b) { return ops_[a].invoke < ops_[b].invoke; });
-  const int u = static_cast<int>(unknown_.size());
-  unext_.assign(u + 1, -1);
-  uprev_.assign(u + 1, u);
-  for (int i = 0; i < u; ++i) {
-    uprev_[i] = i == 0 ? u : i - 1;
-    unext_[i] = i + 1 < u ? i + 1 : -1;
+  std::sort(unknown_.begin(), unknown_.end(), [this](int a, int b) {
+    return ops_[a].invoke != ops_[b].invoke ? ops_[a].invoke < ops_[b].invoke : a < b;
+  });
+  for (int u : unknown_) {
+    producers_[ops_[u].value].push_back(u);
+    if (ops_[u].kind == OpKind::kCas) unknown_cas_.push_back(u);
   }
-  unext_[u] = u > 0 ? 0 : -1;
 }
 
 bool Search::Apply(const SearchOp& op, int value, int* after) const {
@@ -325,24 +339,77 @@ bool Search::Take(int op) {
   return true;
 }
 
-void Search::Unlink(std::vector<int>* next, std::vector<int>* prev, int i) {
-  (*next)[(*prev)[i]] = (*next)[i];
-  if ((*next)[i] >= 0) (*prev)[(*next)[i]] = (*prev)[i];
+void Search::Untake(int op, int value_before) {
+  value_ = value_before;
+  if (ops_[op].known) {
+    set1_ ^= ops_[op].key1;
+    set2_ ^= ops_[op].key2;
+  } else {
+    taken_.pop_back();
+    is_taken_[op] = false;
+  }
 }
 
-void Search::Relink(std::vector<int>* next, std::vector<int>* prev, int i) {
-  (*next)[(*prev)[i]] = i;
-  if ((*next)[i] >= 0) (*prev)[(*next)[i]] = i;
+void Search::UsefulUnknown(int first_return, std::vector<int>* out) {
+  out->clear();
+  if (unknown_.empty()) return;
+  const int64_t bound = events_[first_return].time;
+  std::vector<int> needed;
+  bool any_change = false;
+  for (int e = next_[static_cast<int>(events_.size())]; e != first_return; e = next_[e]) {
+    const SearchOp& k = ops_[events_[e].op];
+    if (k.kind == OpKind::kRead) {
+      needed.push_back(k.output);
+    } else if (k.kind == OpKind::kCas) {
+      if (k.swapped) {
+        needed.push_back(k.expected);
+      } else if (k.expected == value_) {
+        any_change = true;
+      }
+    }
+  }
+  for (int u : unknown_cas_) {
+    if (ops_[u].invoke > bound) break;
+    if (!is_taken_[u]) needed.push_back(ops_[u].expected);
+  }
+  if (any_change) {
+    for (int u : unknown_) {
+      if (ops_[u].invoke > bound) break;
+      if (!is_taken_[u]) out->push_back(u);
+    }
+    return;
+  }
+  std::sort(needed.begin(), needed.end());
+  needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+  for (int v : needed) {
+    if (v == value_) continue;  // nothing to change
+    for (int u : producers_[v]) {
+      if (ops_[u].invoke > bound) break;
+      if (!is_taken_[u]) out->push_back(u);
+    }
+  }
+}
+
+void Search::Unlink(int i) {
+  next_[prev_[i]] = next_[i];
+  if (next_[i] >= 0) prev_[next_[i]] = prev_[i];
+}
+
+void Search::Relink(int i) {
+  next_[prev_[i]] = i;
+  if (next_[i] >= 0) prev_[next_[i]] = i;
 }
 
 KeyVerdict Search::Run() {
   const int head = static_cast<int>(events_.size());
-  const int uhead = static_cast<int>(unknown_.size());
   std::vector<Choice> stack;
+  // The kUnknown candidates of each state whose kOk candidates are spent,
+  // innermost last (a state's list goes when all of it was tried).
+  std::vector<std::vector<int>> useful;
+  std::vector<std::vector<int>> spare;  // their storage, reused
   size_t taken_known = 0;
-  bool in_unknown = false;  // scanning the kUnknown list
-  int at = next_[head];     // the event (or unknown_ position) to try next
-  int64_t bound = 0;        // while in_unknown: the first return's time
+  bool in_unknown = false;  // trying useful.back()
+  int at = next_[head];     // the event, or the index in useful.back(), to try next
   size_t until_clock = 0;
   while (true) {
     if (taken_known == known_ops_) return KeyVerdict::kLinearizable;
@@ -356,15 +423,18 @@ KeyVerdict Search::Run() {
       const Event& e = events_[at];
       if (!e.call) {
         in_unknown = true;
-        bound = e.time;
-        at = unext_[uhead];
+        if (spare.empty()) spare.emplace_back();
+        useful.push_back(std::move(spare.back()));
+        spare.pop_back();
+        UsefulUnknown(at, &useful.back());
+        at = 0;
         continue;
       }
       const int value_before = value_;
       if (Take(e.op)) {
-        stack.push_back(Choice{false, at, value_before, 0});
-        Unlink(&next_, &prev_, at);
-        Unlink(&next_, &prev_, e.partner);
+        stack.push_back(Choice{false, at, value_before});
+        Unlink(at);
+        Unlink(e.partner);
         ++taken_known;
         at = next_[head];
       } else {
@@ -372,45 +442,38 @@ KeyVerdict Search::Run() {
       }
       continue;
     }
-    if (at >= 0 && ops_[unknown_[at]].invoke <= bound) {
+    const std::vector<int>& candidates = useful.back();
+    if (at < static_cast<int>(candidates.size())) {
       const int value_before = value_;
       // A kUnknown write right after another kUnknown op (no kOk op
       // between) overwrites what that one did: the state it leads to is
       // dominated by taking the write alone, which is tried from the state
       // before.
-      const bool overwrite = ops_[unknown_[at]].kind == OpKind::kWrite && !stack.empty() &&
+      const bool overwrite = ops_[candidates[at]].kind == OpKind::kWrite && !stack.empty() &&
                              stack.back().unknown;
-      if (!overwrite && Take(unknown_[at])) {
-        stack.push_back(Choice{true, at, value_before, bound});
-        Unlink(&unext_, &uprev_, at);
+      if (!overwrite && Take(candidates[at])) {
+        stack.push_back(Choice{true, at, value_before});
         in_unknown = false;
         at = next_[head];
       } else {
-        at = unext_[at];
+        ++at;
       }
       continue;
     }
     // Nothing left to try here: undo the last choice and try what follows it.
+    spare.push_back(std::move(useful.back()));
+    useful.pop_back();
     if (stack.empty()) return KeyVerdict::kViolation;
     const Choice c = stack.back();
     stack.pop_back();
-    value_ = c.value_before;
-    const int op = c.unknown ? unknown_[c.at] : events_[c.at].op;
     if (c.unknown) {
-      taken_.pop_back();
-      is_taken_[op] = false;
-    } else {
-      set1_ ^= ops_[op].key1;
-      set2_ ^= ops_[op].key2;
-    }
-    if (c.unknown) {
-      Relink(&unext_, &uprev_, c.at);
+      Untake(useful.back()[c.at], c.value_before);
       in_unknown = true;
-      bound = c.bound;
-      at = unext_[c.at];
+      at = c.at + 1;
     } else {
-      Relink(&next_, &prev_, events_[c.at].partner);
-      Relink(&next_, &prev_, c.at);
+      Untake(events_[c.at].op, c.value_before);
+      Relink(events_[c.at].partner);
+      Relink(c.at);
       --taken_known;
       in_unknown = false;
       at = next_[c.at];
