@@ -24,7 +24,7 @@
 // CHORUS.* commands (kv_session.h) change the group's membership:
 // CHORUS.MEMBERS, CHORUS.ADDMEMBER, CHORUS.ADDFOLLOWER, CHORUS.PROMOTE,
 // CHORUS.REMOVEMEMBER, CHORUS.CHANGEMEMBER; CHORUS.TRANSFER id hands the
-// mastership to member id (sent to the master).
+// mastership to member id (sent to the master; ids as tools/member_commands.h parses them).
 //
 // stdout (one line each, flushed at once):
 //   ready node=<ip:port> id=<id> resp=<ip:port>     serving clients

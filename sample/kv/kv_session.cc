@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "tools/member_commands.h"
+
 namespace chorus {
 namespace kv {
 
@@ -36,20 +38,6 @@ std::string Lower(const std::string& s) {
   std::string l = s;
   for (char& c : l) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   return l;
-}
-
-// A node id as CHORUS.TRANSFER takes it: decimal, 1 .. 2^64-1.
-bool ParseNodeId(const std::string& s, uint64_t* id) {
-  if (s.empty() || s.size() > 20) return false;
-  uint64_t n = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    const uint64_t digit = static_cast<uint64_t>(c - '0');
-    if (n > (UINT64_MAX - digit) / 10) return false;
-    n = n * 10 + digit;
-  }
-  *id = n;
-  return n != 0;
 }
 
 std::string WrongArgs(const std::string& name) {
