@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "nemesis/history.h"
-#include "nemesis/linearizability.h"
+#include "unittest/nemesis/history.h"
+#include "unittest/nemesis/linearizability.h"
 #include "tools/program_flags.h"
 
 DEFINE_double(max_seconds, 60, "give up (exit 2) after this long: search and shrinking together");
