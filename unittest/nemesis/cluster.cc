@@ -261,6 +261,26 @@ int Cluster::Master() {
   return master;
 }
 
+Status Cluster::MembershipHas(const std::vector<int>& via, int slot, bool* voter) {
+  const int64_t deadline = NowNs() + 30000LL * 1000000;
+  const std::string line = "voter " + Address(slot);
+  while (NowNs() < deadline) {
+    for (int v : via) {
+      RespReply r;
+      if (!Command(v, {"CHORUS.MEMBERS"}, &r).ok() || r.type != RespReply::Type::kArray) continue;
+      bool pending = false;
+      *voter = false;
+      for (const RespReply& e : r.elements) {
+        pending = pending || e.text == "pending 1";
+        *voter = *voter || e.text == line;
+      }
+      if (!pending) return Status::OK();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  return Status::Timeout("the membership stays pending");
+}
+
 Status Cluster::ReplaceMember(int old_slot, int spare, int timeout_ms, std::string* answer) {
   std::vector<int> others;
   for (int slot : members()) {
@@ -283,11 +303,13 @@ Status Cluster::ReplaceMember(int old_slot, int spare, int timeout_ms, std::stri
     if (s.ok() && r.type == RespReply::Type::kSimple && r.text == "OK") break;
     const bool retry = !s.ok() || r.text.compare(0, 8, "TRYAGAIN") == 0;
     if (!retry || NowNs() > deadline) {
-      // The outcome may be unknown (TIMEOUT): the spare stays out of the
-      // clients' way and the old member keeps its slot.
+      // The outcome may be unknown (TIMEOUT): the group's membership says.
+      bool changed = false;
+      s = Status::IOError("CHORUS.CHANGEMEMBER through node " + std::to_string(IdOf(via)) +
+                          ": " + *answer);
+      if (MembershipHas(others, spare, &changed).ok() && changed) break;
       Kill(spare);
-      return Status::IOError("CHORUS.CHANGEMEMBER through slot " + std::to_string(via) + ": " +
-                             *answer);
+      return s;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }

@@ -80,8 +80,9 @@ class Cluster {
 
   // Starts `spare` empty with --join through the other members, then asks a
   // member to CHORUS.CHANGEMEMBER old_slot's id for it, retrying a TRYAGAIN
-  // until timeout_ms. On OK the spare replaces old_slot in members() and
-  // old_slot is killed. On a failure the spare is killed and members()
+  // until timeout_ms. On OK (or another answer after which CHORUS.MEMBERS
+  // lists the spare as a voter) the spare replaces old_slot in members()
+  // and old_slot is killed. Otherwise the spare is killed and members()
   // unchanged (*answer: the last reply).
   Status ReplaceMember(int old_slot, int spare, int timeout_ms, std::string* answer);
 
@@ -111,6 +112,9 @@ class Cluster {
   void ForkLoop();
   Status WaitServing(int slot, int timeout_ms);
   std::string NodesList(const std::vector<int>& slots) const;
+  // Asks the members `via` (the first that answers with no change pending)
+  // whether `slot` is a voter.
+  Status MembershipHas(const std::vector<int>& via, int slot, bool* voter);
 
   Network* const network_;
   const ClusterOptions options_;

@@ -153,7 +153,7 @@ void FaultRunner::Step(const FaultStep& step) {
       const std::vector<int> a(members.begin(), members.begin() + minority);
       const std::vector<int> b(members.begin() + minority, members.end());
       s = Block({a, b});
-      Note(kind, "partition " + Slots(a) + " | " + Slots(b) + ": " + s.ToString());
+      Note(kind, kind + " " + Slots(a) + " | " + Slots(b) + ": " + s.ToString());
       SleepUntil(heal_at);
       if (s.ok()) s = network_->Heal();
       Note("", "heal partition: " + s.ToString());
