@@ -49,6 +49,11 @@ std::map<std::string, int> FaultRunner::injected() const {
   return injected_;
 }
 
+std::map<std::string, int> FaultRunner::declined() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return declined_;
+}
+
 std::vector<std::string> FaultRunner::log() const {
   std::lock_guard<std::mutex> lock(mu_);
   return log_;
@@ -64,12 +69,12 @@ void FaultRunner::Fail(const Status& s) {
   if (error_.ok()) error_ = s;
 }
 
-void FaultRunner::Note(const std::string& kind, const std::string& line) {
+void FaultRunner::Note(const std::string& kind, const std::string& line, bool declined) {
   const double at = static_cast<double>(NowNs() - start_ns_) / 1e9;
   char t[32];
   std::snprintf(t, sizeof(t), "%7.2fs ", at);
   std::lock_guard<std::mutex> lock(mu_);
-  if (!kind.empty()) ++injected_[kind];
+  if (!kind.empty()) ++(declined ? declined_ : injected_)[kind];
   log_.push_back(t + line);
 }
 
@@ -187,7 +192,7 @@ void FaultRunner::Step(const FaultStep& step) {
         if (m != master) target = m;
       }
       if (master < 0 || target < 0) {
-        Note("transfer_skipped", "transfer: no master known now");
+        Note(kind, "transfer: no master known now", true);
         break;
       }
       RespReply r;
@@ -201,17 +206,18 @@ void FaultRunner::Step(const FaultStep& step) {
         break;
       }
       const bool sent = s.ok() && r.type == RespReply::Type::kSimple;
-      Note(sent ? kind : "transfer_refused",
+      Note(kind,
            "CHORUS.TRANSFER " + to + " on master node " +
                std::to_string(Cluster::IdOf(master)) + ": " +
-               (s.ok() ? (sent ? "+" : "-") + r.text : s.ToString()));
+               (s.ok() ? (sent ? "+" : "-") + r.text : s.ToString()),
+           !sent);
       s = Status::OK();  // a refused hand-over is the node's to refuse
       SleepUntil(heal_at);
       break;
     }
     case FaultKind::kMemberChange: {
       if (next_spare_ >= network_->slots()) {
-        Note("member_change_skipped", "member_change: no spare slot left");
+        Note(kind, "member_change: no spare slot left", true);
         break;
       }
       const int spare = next_spare_++;
@@ -219,10 +225,11 @@ void FaultRunner::Step(const FaultStep& step) {
       Note("", "member_change: start node " + std::to_string(Cluster::IdOf(spare)) +
                    " empty with --join, CHORUS.CHANGEMEMBER " + id);
       s = cluster_->ReplaceMember(victim, spare, 60000, &answer);
-      Note(s.ok() ? kind : "member_change_failed",
+      Note(kind,
            "member_change: node " + id + " replaced by node " +
                std::to_string(Cluster::IdOf(spare)) + ": " + answer +
-               (s.ok() ? "" : " (" + s.ToString() + ")"));
+               (s.ok() ? "" : " (" + s.ToString() + ")"),
+           !s.ok());
       // A change that did not happen is a refused one, not a harness error.
       s = Status::OK();
       break;

@@ -34,6 +34,9 @@ class FaultRunner {
 
   // After Stop.
   std::map<std::string, int> injected() const;
+  // Steps that injected nothing, by kind: a transfer with no master known
+  // or refused by the node, a membership change the group did not make.
+  std::map<std::string, int> declined() const;
   std::vector<std::string> log() const;
   // A fault that could not be injected or healed (a harness or cluster
   // failure, not a checked property): the run fails with it.
@@ -44,7 +47,9 @@ class FaultRunner {
   void Step(const FaultStep& step);
   // Sleeps until `until_ns` or Stop. false: stopped.
   bool SleepUntil(int64_t until_ns);
-  void Note(const std::string& kind, const std::string& line);
+  // A line of the log; a non-empty `kind` counts one injected (or, with
+  // `declined`, one declined) fault of that kind.
+  void Note(const std::string& kind, const std::string& line, bool declined = false);
   void Fail(const Status& s);
   Status Block(const std::vector<std::vector<int>>& sides);
 
@@ -57,6 +62,7 @@ class FaultRunner {
   int next_spare_;
   mutable std::mutex mu_;
   std::map<std::string, int> injected_;  // GUARDED_BY(mu_)
+  std::map<std::string, int> declined_;  // GUARDED_BY(mu_)
   std::vector<std::string> log_;         // GUARDED_BY(mu_)
   Status error_;                         // GUARDED_BY(mu_)
 };

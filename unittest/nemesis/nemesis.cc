@@ -187,6 +187,7 @@ int Run() {
   wo.seed = seed;
   Workload workload(&cluster, wo);
   FaultRunner faults(network.get(), &cluster, steps);
+  const int64_t run_start_ns = NowNs();
   workload.Start();
   faults.Start();
   const int64_t end = NowNs() + static_cast<int64_t>(FLAGS_seconds * 1e9);
@@ -194,6 +195,7 @@ int Run() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const Status fault_status = faults.Stop();
+  const int64_t faults_end_ns = NowNs();
   // A healed second of load: operations must go through again.
   if (fault_status.ok()) std::this_thread::sleep_for(std::chrono::seconds(1));
   workload.Stop();
@@ -228,21 +230,24 @@ int Run() {
   check.max_seconds = FLAGS_check_seconds;
   const CheckResult verdict = CheckLinearizable(history, check);
 
+  const double faults_end_s = static_cast<double>(faults_end_ns - run_start_ns) / 1e9;
+  const double checked_s = static_cast<double>(NowNs() - run_start_ns) / 1e9;
   const Counts c = Count(history);
   std::printf("nemesis: operations: %zu recorded (%zu ok, %zu failed, %zu unknown; %zu reads, "
               "%zu writes of which %zu write-once, %zu cas), %zu checked on %zu keys\n",
               history.size(), c.ok, c.failed, c.unknown, c.reads, c.writes, c.write_once, c.cas,
               verdict.operations, verdict.keys);
-  std::string by_kind;
+  std::string by_kind, declined;
   int total = 0;
   for (const auto& k : faults.injected()) {
     by_kind += (by_kind.empty() ? "" : ", ") + k.first + " " + std::to_string(k.second);
-    if (k.first.find('_') == std::string::npos || k.first == "isolate_master" ||
-        k.first == "isolate_follower" || k.first == "member_change") {
-      total += k.second;
-    }
+    total += k.second;
   }
-  std::printf("nemesis: faults injected: %d (%s)\n", total, by_kind.c_str());
+  for (const auto& k : faults.declined()) {
+    declined += (declined.empty() ? "; declined: " : ", ") + k.first + " " +
+                std::to_string(k.second);
+  }
+  std::printf("nemesis: faults injected: %d (%s%s)\n", total, by_kind.c_str(), declined.c_str());
   if (digest.empty()) {
     std::printf("nemesis: state: no convergence: %s\n", detail.c_str());
   } else {
@@ -257,6 +262,8 @@ int Run() {
                                  ? "VIOLATION"
                                  : "UNKNOWN (the checker gave up)";
   std::printf("nemesis: checker: %s, %.3f s\n", verdict_name, verdict.seconds);
+  std::printf("nemesis: time: %.1f s of load and faults (healed), %.1f s to converge and check\n",
+              faults_end_s, checked_s - faults_end_s);
   if (verdict.verdict != CheckResult::Verdict::kLinearizable) {
     std::printf("%s\n", verdict.Describe().c_str());
   }
