@@ -213,6 +213,9 @@ void FaultRunner::Step(const FaultStep& step) {
            !sent);
       s = Status::OK();  // a refused hand-over is the node's to refuse
       SleepUntil(heal_at);
+      const int now = cluster_->Master();
+      Note("", "master now: " + (now < 0 ? std::string("none agreed") : "node " +
+                                     std::to_string(Cluster::IdOf(now))));
       break;
     }
     case FaultKind::kMemberChange: {

@@ -106,7 +106,8 @@ bool PlantCorruptRead(std::vector<Operation>* history, uint64_t seed, std::strin
 }
 
 struct Counts {
-  size_t ok = 0, failed = 0, unknown = 0, reads = 0, writes = 0, cas = 0, write_once = 0;
+  size_t ok = 0, failed = 0, unknown = 0, reads = 0, writes = 0, cas = 0, cas_swapped = 0;
+  size_t write_once = 0;
 };
 
 Counts Count(const std::vector<Operation>& history) {
@@ -118,6 +119,7 @@ Counts Count(const std::vector<Operation>& history) {
     c.reads += op.kind == OpKind::kRead;
     c.writes += op.kind == OpKind::kWrite;
     c.cas += op.kind == OpKind::kCas;
+    c.cas_swapped += op.kind == OpKind::kCas && op.outcome == Outcome::kOk && op.cas_swapped;
     c.write_once += Workload::IsWriteOnceKey(op.key);
   }
   return c;
@@ -234,8 +236,10 @@ int Run() {
   const double checked_s = static_cast<double>(NowNs() - run_start_ns) / 1e9;
   const Counts c = Count(history);
   std::printf("nemesis: operations: %zu recorded (%zu ok, %zu failed, %zu unknown; %zu reads, "
-              "%zu writes of which %zu write-once, %zu cas), %zu checked on %zu keys\n",
+              "%zu writes of which %zu write-once, %zu cas of which %zu swapped), %zu checked on "
+              "%zu keys\n",
               history.size(), c.ok, c.failed, c.unknown, c.reads, c.writes, c.write_once, c.cas,
+              c.cas_swapped,
               verdict.operations, verdict.keys);
   std::string by_kind, declined;
   int total = 0;
