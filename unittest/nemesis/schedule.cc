@@ -1,6 +1,7 @@
 // Copyright (c) chorus authors.
 #include "schedule.h"
 
+#include <algorithm>
 #include <random>
 #include <sstream>
 
@@ -45,13 +46,18 @@ std::vector<FaultStep> MakeSchedule(uint64_t seed, double seconds,
   std::vector<FaultStep> steps;
   int64_t at = 1000;  // a second of calm load first
   const int64_t end = static_cast<int64_t>(seconds * 1000);
+  // Kinds are dealt from a shuffled deck, refilled when empty: a short run
+  // still meets every kind once before any kind comes twice.
+  std::vector<FaultKind> deck;
   int skipped = 0;
   while (skipped < 1000) {
+    if (deck.empty()) {
+      deck = kinds;
+      std::shuffle(deck.begin(), deck.end(), rng);
+    }
     FaultStep s;
-    s.kind = kinds[rng() % kinds.size()];
-    s.pick = rng();
-    s.hold_ms = 1000 + static_cast<int>(rng() % 3000);
-    s.quiet_ms = 500 + static_cast<int>(rng() % 1500);
+    s.kind = deck.back();
+    deck.pop_back();
     if (s.kind == FaultKind::kMemberChange) {
       if (member_changes == 0) {
         ++skipped;
@@ -59,6 +65,9 @@ std::vector<FaultStep> MakeSchedule(uint64_t seed, double seconds,
       }
       --member_changes;
     }
+    s.pick = rng();
+    s.hold_ms = 1000 + static_cast<int>(rng() % 2000);
+    s.quiet_ms = 500 + static_cast<int>(rng() % 1000);
     if (at + s.hold_ms > end) break;
     s.start_ms = at;
     at += s.hold_ms + s.quiet_ms;

@@ -43,8 +43,10 @@ struct FaultStep {
   int64_t start_ms = 0;  // from the start of the faults
 };
 
-// Steps until `seconds` are used up. kMemberChange at most `member_changes`
-// times.
+// Steps until `seconds` are used up: each holds 1-3 s and is followed by
+// 0.5-1.5 s of quiet. The kinds come from a shuffled deck of `kinds`
+// (every kind once, then again in a new order), kMemberChange at most
+// `member_changes` times.
 std::vector<FaultStep> MakeSchedule(uint64_t seed, double seconds,
                                     const std::vector<FaultKind>& kinds, int member_changes);
 std::string DescribeStep(const FaultStep& step);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace chorus {
 namespace nemesis {
 namespace {
@@ -50,6 +52,17 @@ TEST(ScheduleTest, MemberChangesAreBounded) {
   }
   // Only member changes and none allowed: an empty schedule, not a hang.
   EXPECT_TRUE(MakeSchedule(11, 300, Kinds("member_change"), 0).empty());
+}
+
+TEST(ScheduleTest, EveryKindBeforeAnyTwice) {
+  const std::vector<FaultKind> kinds = Kinds("kill,pause,partition,isolate_master,bridge,loss");
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const std::vector<FaultStep> steps = MakeSchedule(seed, 300, kinds, 0);
+    ASSERT_GE(steps.size(), 2 * kinds.size());
+    std::set<FaultKind> first(kinds.begin(), kinds.end());
+    for (size_t i = 0; i < kinds.size(); ++i) EXPECT_EQ(first.erase(steps[i].kind), 1u) << seed;
+    EXPECT_TRUE(first.empty());
+  }
 }
 
 TEST(ScheduleTest, UnknownKindIsAnError) {
