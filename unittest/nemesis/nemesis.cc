@@ -57,7 +57,10 @@ DEFINE_string(plant, "",
               "in the recorded history) or stale_reads (kv_server --stale_reads, a follower "
               "partitioned away while clients read from it)");
 DEFINE_int32(clients, 6, "client threads");
-DEFINE_int32(keys, 3, "shared register keys");
+DEFINE_int32(keys, 3, "shared register keys at a time");
+DEFINE_int32(key_seconds, 10,
+             "move to new register keys every this many seconds (0: never; the checker's "
+             "work grows with the operations per key)");
 DEFINE_bool(cas, true, "CHORUS.CAS among the operations (needs a kv_server that has it)");
 DEFINE_double(check_seconds, 120, "the linearizability checker's time limit");
 DEFINE_string(work_dir, "/tmp", "where the run's directory (data, logs, history) goes");
@@ -84,7 +87,9 @@ std::string ReplayCommand(uint64_t seed) {
                   std::to_string(FLAGS_nodes) + " --seconds=" + seconds +
                   " --seed=" + std::to_string(seed) + " --faults=" + FLAGS_faults +
                   " --clients=" + std::to_string(FLAGS_clients) +
-                  " --keys=" + std::to_string(FLAGS_keys) + (FLAGS_cas ? "" : " --nocas");
+                  " --keys=" + std::to_string(FLAGS_keys) +
+                  " --key_seconds=" + std::to_string(FLAGS_key_seconds) +
+                  (FLAGS_cas ? "" : " --nocas");
   if (!FLAGS_plant.empty()) c += " --plant=" + FLAGS_plant;
   return c;
 }
@@ -133,6 +138,7 @@ int Run() {
   if (FLAGS_nodes != 3 && FLAGS_nodes != 5) return Fail("--nodes must be 3 or 5");
   if (FLAGS_seconds < 3) return Fail("--seconds must be >= 3");
   if (FLAGS_clients < 1 || FLAGS_keys < 1) return Fail("--clients and --keys must be >= 1");
+  if (FLAGS_key_seconds < 0) return Fail("--key_seconds must be >= 0");
   const bool plant_history = FLAGS_plant == "history";
   const bool plant_stale = FLAGS_plant == "stale_reads";
   if (!FLAGS_plant.empty() && !plant_history && !plant_stale) {
@@ -185,6 +191,7 @@ int Run() {
   WorkloadOptions wo;
   wo.threads = FLAGS_clients;
   wo.keys = FLAGS_keys;
+  wo.key_seconds = FLAGS_key_seconds;
   wo.cas = FLAGS_cas;
   wo.seed = seed;
   Workload workload(&cluster, wo);
@@ -202,6 +209,7 @@ int Run() {
   if (fault_status.ok()) std::this_thread::sleep_for(std::chrono::seconds(1));
   workload.Stop();
   for (const std::string& line : faults.log()) std::printf("  fault %s\n", line.c_str());
+  std::fflush(stdout);
   if (g_interrupted) return 130;
   if (!fault_status.ok()) {
     std::printf("nemesis: FAIL: a fault could not be injected or healed: %s\n"
@@ -230,6 +238,8 @@ int Run() {
   std::ofstream(history_file) << EncodeHistory(history);
   CheckOptions check;
   check.max_seconds = FLAGS_check_seconds;
+  std::printf("nemesis: converged; checking %zu operations\n", history.size());
+  std::fflush(stdout);
   const CheckResult verdict = CheckLinearizable(history, check);
 
   const double faults_end_s = static_cast<double>(faults_end_ns - run_start_ns) / 1e9;

@@ -37,6 +37,7 @@ Workload::Workload(Cluster* cluster, const WorkloadOptions& options)
 Workload::~Workload() { Stop(); }
 
 void Workload::Start() {
+  start_ns_ = NowNs();
   for (int t = 0; t < options_.threads; ++t) threads_.emplace_back([this, t] { Run(t); });
 }
 
@@ -79,7 +80,11 @@ void Workload::Run(int thread) {
       op.value = value;
       args = {"SET", op.key, op.value};
     } else {
-      op.key = "r" + std::to_string(rng() % options_.keys);
+      const int64_t period =
+          options_.key_seconds > 0
+              ? (NowNs() - start_ns_) / (static_cast<int64_t>(options_.key_seconds) * 1000000000)
+              : 0;
+      op.key = "r" + std::to_string(rng() % options_.keys) + "." + std::to_string(period);
       const int k = static_cast<int>(rng() % 100);
       if (k < 45) {
         op.kind = OpKind::kRead;

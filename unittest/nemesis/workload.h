@@ -6,8 +6,9 @@
 // monotonic clock.
 //
 // Operations: GET, SET and CHORUS.CAS on a few shared register keys
-// ("r<k>", every value unique: "<client>.<n>"), and SET of write-once keys
-// ("u/<client>/<n>") for the lost-acknowledgement check.
+// ("r<k>.<period>", a new set every key_seconds; every value unique:
+// "<client>.<n>"), and SET of write-once keys ("u/<client>/<n>") for the
+// lost-acknowledgement check.
 //
 // Outcomes: +OK, a value, :1 / :0 are kOk; TRYAGAIN (never proposed), a
 // refused connection and the CAS argument errors are kFailed; TIMEOUT, any
@@ -34,7 +35,12 @@ namespace nemesis {
 
 struct WorkloadOptions {
   int threads = 6;
-  int keys = 3;               // shared register keys
+  int keys = 3;               // shared register keys at a time
+  // Every this many seconds the clients move to `keys` new register keys
+  // (the old ones keep their history): the checker's search grows with the
+  // operations on one key, this keeps it linear in the run's length.
+  // 0: the same keys for the whole run.
+  int key_seconds = 10;
   int write_once_percent = 15;  // of the operations
   bool cas = true;            // CHORUS.CAS among the register operations
   int timeout_ms = 4000;      // one operation's reply
@@ -62,6 +68,7 @@ class Workload {
   Cluster* const cluster_;
   const WorkloadOptions options_;
   std::atomic<bool> stop_{false};
+  int64_t start_ns_ = 0;
   std::atomic<uint64_t> next_id_{1};
   std::vector<std::thread> threads_;
   mutable std::mutex mu_;
