@@ -186,13 +186,20 @@ void FaultRunner::Step(const FaultStep& step) {
       break;
     }
     case FaultKind::kTransfer: {
-      const int master = cluster_->Master();
+      // Right after a healed fault the members may not agree on a master
+      // yet: give them a few seconds.
+      int master = cluster_->Master();
+      const int64_t wait_until = NowNs() + 5000000000LL;
+      while (master < 0 && !stop_ && NowNs() < wait_until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        master = cluster_->Master();
+      }
       int target = -1;
       for (int m : members) {
         if (m != master) target = m;
       }
       if (master < 0 || target < 0) {
-        Note(kind, "transfer: no master known now", true);
+        Note(kind, "transfer: the members agree on no master for 5 s", true);
         break;
       }
       RespReply r;
