@@ -55,7 +55,8 @@ DEFINE_string(faults, "kill,pause,partition,isolate_master,bridge,loss,transfer,
 DEFINE_string(plant, "",
               "a planted bug the checks must catch: history (one acknowledged read corrupted "
               "in the recorded history) or stale_reads (kv_server --stale_reads, a follower "
-              "partitioned away while clients read from it)");
+              "partitioned away while clients read from it; its schedule is isolate_follower only, "
+              "--faults is ignored)");
 DEFINE_int32(clients, 6, "client threads");
 DEFINE_int32(keys, 3, "shared register keys at a time");
 DEFINE_int32(key_seconds, 10,
