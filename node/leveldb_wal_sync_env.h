@@ -1,0 +1,45 @@
+// The leveldb Env under every chorus log: it makes the name of a new
+// write-ahead log file durable before a synced write to it returns.
+//
+// leveldb 1.23 starts a new "<number>.log" whenever its memtable fills and
+// syncs the file on every synced write, but syncs the directory only when it
+// syncs a MANIFEST, which happens after the old memtable reaches a table, a
+// moment later. POSIX keeps a file's name only once its directory is
+// synced, so a power loss in between may lose the new log's name, and with
+// it every synced write in it: writes that were acknowledged, promises that
+// were answered. (ext4 and xfs happen to commit the name with the file's
+// fsync; the contract does not say so.) This Env syncs the directory on the
+// first Sync of each log file it created, before the file itself: one more
+// fsync per log switch (every write_buffer_bytes of writes).
+#ifndef CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
+#define CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
+
+#include <leveldb/env.h>
+
+#include <functional>
+#include <string>
+
+namespace chorus {
+
+class WalSyncEnv : public leveldb::EnvWrapper {
+ public:
+  // `base` is borrowed and must outlive this Env. `sync_dir` syncs a
+  // directory (LevelDbLogOptions::sync_dir); empty: fsync(2) of it.
+  WalSyncEnv(leveldb::Env* base, std::function<leveldb::Status(const std::string& dir)> sync_dir);
+
+  leveldb::Status NewWritableFile(const std::string& fname, leveldb::WritableFile** result) override;
+  leveldb::Status NewAppendableFile(const std::string& fname,
+                                    leveldb::WritableFile** result) override;
+
+  // Syncs directory `dir`.
+  leveldb::Status SyncDirectory(const std::string& dir);
+
+ private:
+  leveldb::Status Wrap(const std::string& fname, bool created, leveldb::WritableFile** result);
+
+  const std::function<leveldb::Status(const std::string& dir)> sync_dir_;
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
