@@ -32,7 +32,16 @@ class WalFile : public leveldb::WritableFile {
       : env_(env), dir_(std::move(dir)), base_(std::move(base)) {}
 
   leveldb::Status Append(const leveldb::Slice& data) override { return base_->Append(data); }
-  leveldb::Status Close() override { return base_->Close(); }
+  // leveldb closes a log when it switches to a new one, without a sync:
+  // sync it here, or a crash could drop its unsynced tail while synced
+  // writes in the next log survive (a gap: the log would no longer hold a
+  // prefix of the writes, and a lost chosen record below a kept one
+  // stops the node from opening).
+  leveldb::Status Close() override {
+    leveldb::Status s = Sync();
+    if (!s.ok()) return s;
+    return base_->Close();
+  }
   leveldb::Status Flush() override { return base_->Flush(); }
   leveldb::Status Sync() override {
     if (!name_synced_) {

@@ -1,5 +1,6 @@
 // The leveldb Env under every chorus log: it makes the name of a new
-// write-ahead log file durable before a synced write to it returns.
+// write-ahead log file durable before a synced write to it returns, and
+// syncs a log file when leveldb closes it.
 //
 // leveldb 1.23 starts a new "<number>.log" whenever its memtable fills and
 // syncs the file on every synced write, but syncs the directory only when it
@@ -11,6 +12,13 @@
 // fsync; the contract does not say so.) This Env syncs the directory on the
 // first Sync of each log file it created, before the file itself: one more
 // fsync per log switch (every write_buffer_bytes of writes).
+//
+// And leveldb closes the old log at a switch without syncing it, while the
+// next synced write goes to the new log: a crash could then keep a later
+// write and lose an earlier (unsynced) one, a gap no prefix of the writes
+// explains (the core refuses to open a log with a chosen instance after a
+// missing one). This Env syncs a log when leveldb closes it: one more fsync
+// per log switch, which keeps the log a prefix of the writes.
 #ifndef CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
 #define CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
 

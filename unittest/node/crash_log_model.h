@@ -223,6 +223,14 @@ inline std::string CrashLogModel::CheckAndRebase(LogStorage* log, uint64_t* keys
            (a.acknowledged ? "acknowledged" : "failed") + ") is half there or lost: " +
            in.second + ", but " + out->second;
   }
+  // A prefix: the log keeps the writes up to some point and none after it
+  // (synced or not: leveldb's write-ahead log is one sequence, and chorus
+  // syncs a log file before it moves on to the next).
+  if (!must_in.empty() && !must_out.empty() && must_out.begin()->first < must_in.rbegin()->first) {
+    return "not a prefix of the writes: write " + std::to_string(must_out.begin()->first) +
+           " is gone (" + must_out.begin()->second + ") but the later write " +
+           std::to_string(must_in.rbegin()->first) + " is there (" + must_in.rbegin()->second + ")";
+  }
 
   uint64_t lo = 0, hi = 0;
   Status smin = log->GetMinInstanceId(&lo);
