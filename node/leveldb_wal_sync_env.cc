@@ -65,27 +65,24 @@ WalSyncEnv::WalSyncEnv(leveldb::Env* base,
                        std::function<leveldb::Status(const std::string& dir)> sync_dir)
     : leveldb::EnvWrapper(base), sync_dir_(std::move(sync_dir)) {}
 
-leveldb::Status WalSyncEnv::Wrap(const std::string& fname, bool created,
+leveldb::Status WalSyncEnv::Open(const std::string& fname, bool append,
                                  leveldb::WritableFile** result) {
-  if (!created || !IsWalName(fname)) return leveldb::Status::OK();
+  const bool existed = target()->FileExists(fname);
+  leveldb::Status s = append ? target()->NewAppendableFile(fname, result)
+                             : target()->NewWritableFile(fname, result);
+  if (!s.ok() || existed || !IsWalName(fname)) return s;
   *result = new WalFile(this, DirOf(fname), std::unique_ptr<leveldb::WritableFile>(*result));
-  return leveldb::Status::OK();
+  return s;
 }
 
 leveldb::Status WalSyncEnv::NewWritableFile(const std::string& fname,
                                             leveldb::WritableFile** result) {
-  const bool existed = target()->FileExists(fname);
-  leveldb::Status s = target()->NewWritableFile(fname, result);
-  if (!s.ok()) return s;
-  return Wrap(fname, !existed, result);
+  return Open(fname, /*append=*/false, result);
 }
 
 leveldb::Status WalSyncEnv::NewAppendableFile(const std::string& fname,
                                               leveldb::WritableFile** result) {
-  const bool existed = target()->FileExists(fname);
-  leveldb::Status s = target()->NewAppendableFile(fname, result);
-  if (!s.ok()) return s;
-  return Wrap(fname, !existed, result);
+  return Open(fname, /*append=*/true, result);
 }
 
 leveldb::Status WalSyncEnv::SyncDirectory(const std::string& dir) {

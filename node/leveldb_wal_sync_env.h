@@ -43,7 +43,8 @@ class WalSyncEnv : public leveldb::EnvWrapper {
   leveldb::Status SyncDirectory(const std::string& dir);
 
  private:
-  leveldb::Status Wrap(const std::string& fname, bool created, leveldb::WritableFile** result);
+  // Opens through the base Env; a log file it creates comes back wrapped.
+  leveldb::Status Open(const std::string& fname, bool append, leveldb::WritableFile** result);
 
   const std::function<leveldb::Status(const std::string& dir)> sync_dir_;
 };
