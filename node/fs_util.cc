@@ -78,7 +78,16 @@ Status CreateDirs(const std::string& dir) {
     const std::string path = dir.substr(0, slash);
     pos = slash + 1;
     if (path.empty()) continue;  // the leading '/'
-    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (mkdir(path.c_str(), 0755) == 0) {
+      // The new directory's name lives in its parent: sync the parent, or a
+      // crash may lose the directory (and all that is later made durable
+      // inside it, e.g. a group's whole log) while its parent's other
+      // entries (the IDENTITY) survive.
+      const size_t up = path.rfind('/');
+      const std::string parent = up == std::string::npos ? "." : up == 0 ? "/" : path.substr(0, up);
+      Status s = SyncPath(parent);
+      if (!s.ok()) return s;
+    } else if (errno != EEXIST) {
       return Status::FromErrno("cannot create directory '" + path + "'", errno);
     }
     struct stat st;

@@ -13,8 +13,8 @@
 
 namespace chorus {
 
-// mkdir -p (mode 0755). IOError naming the component that failed or is no
-// directory.
+// mkdir -p (mode 0755), durable: the parent of each directory it creates is
+// fsynced. IOError naming the component that failed or is no directory.
 Status CreateDirs(const std::string& dir);
 
 // rm -rf: removes `path` (a file or a directory tree). OK when it is

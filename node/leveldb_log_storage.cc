@@ -7,6 +7,7 @@
 
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
+#include <leveldb/env.h>
 #include <leveldb/iterator.h>
 #include <leveldb/options.h>
 #include <leveldb/write_batch.h>
@@ -22,6 +23,7 @@
 #include "node/fs_util.h"
 #include "node/leveldb_log_format.h"
 #include "node/leveldb_log_trim.h"
+#include "node/leveldb_wal_sync_env.h"
 #include "node/leveldb_wal_tail.h"
 
 namespace chorus {
@@ -63,9 +65,9 @@ Status DirIsEmpty(const std::string& dir, bool* empty) {
 
 class LevelDbLogStorage : public LogStorage {
  public:
-  LevelDbLogStorage(std::string dir, std::unique_ptr<leveldb::Cache> cache,
-                    std::unique_ptr<leveldb::DB> db)
-      : dir_(std::move(dir)), cache_(std::move(cache)), db_(std::move(db)) {}
+  LevelDbLogStorage(std::string dir, std::unique_ptr<leveldb::Env> env,
+                    std::unique_ptr<leveldb::Cache> cache, std::unique_ptr<leveldb::DB> db)
+      : dir_(std::move(dir)), env_(std::move(env)), cache_(std::move(cache)), db_(std::move(db)) {}
 
   ~LevelDbLogStorage() override {
     {
@@ -74,8 +76,9 @@ class LevelDbLogStorage : public LogStorage {
     }
     compact_cv_.notify_all();
     if (compactor_.joinable()) compactor_.join();  // runs the compaction still due
-    db_.reset();  // the database uses the cache: close it first
+    db_.reset();  // the database uses the cache and the env: close it first
     cache_.reset();
+    env_.reset();
   }
 
   // Loads trimmed_below and the min/max cache. Called once before the
@@ -108,6 +111,7 @@ class LevelDbLogStorage : public LogStorage {
     // Writers (and the deleter's chunks) are serialized so that the marker
     // and the bounds update see exactly the state this batch applies to.
     std::lock_guard<std::mutex> wl(write_mu_);
+    if (!write_error_.ok()) return write_error_;
     uint64_t old_below = 0;
     {
       std::lock_guard<std::mutex> l(bounds_mu_);
@@ -149,7 +153,7 @@ class LevelDbLogStorage : public LogStorage {
     leveldb::WriteOptions wo;
     wo.sync = sync;
     leveldb::Status s = db_->Write(wo, &wb);
-    if (!s.ok()) return FromLevelDb("log in '" + dir_ + "': write failed", s);
+    if (!s.ok()) return FailWrites(FromLevelDb("log in '" + dir_ + "': write failed", s));
 
     if (new_below > old_below || writes_below) ScheduleCompaction(trim);
     std::lock_guard<std::mutex> l(bounds_mu_);
@@ -257,13 +261,30 @@ class LevelDbLogStorage : public LogStorage {
         std::lock_guard<std::mutex> l(bounds_mu_);
         hidden_end = RecordKey(trimmed_below_);
       }
+      if (!write_error_.ok()) return leveldb::Status::IOError(write_error_.ToString());
       leveldb::WriteBatch wb;
       for (const std::string& key : keys) {
         if (key < hidden_end) wb.Delete(key);
       }
       s = db_->Write(leveldb::WriteOptions(), &wb);
-      if (!s.ok()) return s;
+      if (!s.ok()) {
+        FailWrites(FromLevelDb("log in '" + dir_ + "': deleting trimmed records failed", s));
+        return s;
+      }
     }
+  }
+
+  // After a failed write the write-ahead log may end in a part of it
+  // (leveldb 1.23 keeps appending after a failed append, and its own reader
+  // may then skip or refuse the writes behind the broken record): no write
+  // is tried again until the log is reopened, where the part is a torn tail.
+  // Returns `error`. REQUIRES: write_mu_ held.
+  Status FailWrites(const Status& error) {
+    if (write_error_.ok()) {
+      write_error_ = Status::IOError(error.ToString() +
+                                     " (the log takes no more writes until it is reopened)");
+    }
+    return error;
   }
 
   Status ReadValue(const std::string& key, const std::string& what, std::string* payload) {
@@ -305,10 +326,12 @@ class LevelDbLogStorage : public LogStorage {
   }
 
   const std::string dir_;
+  std::unique_ptr<leveldb::Env> env_;      // the database's (a WalSyncEnv)
   std::unique_ptr<leveldb::Cache> cache_;  // may be null (leveldb's default cache)
   std::unique_ptr<leveldb::DB> db_;        // thread-safe by itself
 
   std::mutex write_mu_;  // serializes Write() and the deleter's chunks
+  Status write_error_;   // GUARDED_BY(write_mu_): the first failed write, sticky
 
   std::mutex compact_mu_;
   std::condition_variable compact_cv_;  // compact_below_ raised, or stopping
@@ -396,6 +419,17 @@ Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& op
   leveldb::Options lo;
   lo.create_if_missing = !has_db;
   lo.paranoid_checks = true;
+  std::function<leveldb::Status(const std::string&)> sync_dir;
+  if (options.sync_dir) {
+    sync_dir = [fn = options.sync_dir](const std::string& d) {
+      const Status st = fn(d);
+      return st.ok() ? leveldb::Status::OK() : leveldb::Status::IOError(st.ToString());
+    };
+  }
+  // Declared before the database: destroyed after it on every path.
+  auto env = std::make_unique<WalSyncEnv>(
+      options.env != nullptr ? options.env : leveldb::Env::Default(), std::move(sync_dir));
+  lo.env = env.get();
   if (options.write_buffer_bytes > 0) lo.write_buffer_size = options.write_buffer_bytes;
   std::unique_ptr<leveldb::Cache> cache;
   if (options.block_cache_bytes > 0) {
@@ -442,7 +476,8 @@ Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& op
     return FromLevelDb("cannot read the meta of the log in '" + dir + "'", ls);
   }
 
-  auto result = std::make_unique<LevelDbLogStorage>(dir, std::move(cache), std::move(db));
+  auto result = std::make_unique<LevelDbLogStorage>(dir, std::move(env), std::move(cache),
+                                                    std::move(db));
   s = result->LoadBounds();
   if (!s.ok()) return s;
   *storage = std::move(result);

@@ -18,6 +18,10 @@
 #include "chorus/log_storage.h"
 #include "chorus/status.h"
 
+namespace leveldb {
+class Env;
+}  // namespace leveldb
+
 namespace chorus {
 
 // Options of the leveldb log storage.
@@ -43,6 +47,18 @@ struct LevelDbLogOptions {
   // Receives a line when opening repaired something (a torn tail cut off
   // leveldb's write-ahead log). Default (empty): the line is dropped.
   std::function<void(const std::string& line)> warning_log;
+  // The leveldb Env the database does its file I/O through (borrowed: it
+  // must outlive the storage). Default nullptr: leveldb's default Env, the
+  // real file system. Tests plug in one that injects faults or simulates a
+  // crash; it must keep the files as real files under `dir` (chorus reads
+  // and repairs a torn write-ahead log tail directly, outside the Env).
+  leveldb::Env* env = nullptr;
+  // Syncs a directory of the log. chorus syncs the log's directory once
+  // per new write-ahead log file, before the first synced write to it
+  // returns (leveldb does not: a crash could lose the new file's name and the
+  // acknowledged writes in it). Default (empty): fsync(2) of the directory.
+  // A test Env that models a crash sets it to record the sync.
+  std::function<Status(const std::string& dir)> sync_dir;
 };
 
 // Opens (or, with create_if_missing, creates) the leveldb paxos log of one
@@ -59,6 +75,9 @@ struct LevelDbLogOptions {
 //                    dir/lost/) and the open succeeds. Damage anywhere else
 //                    (in the middle of the write-ahead log, in a table, in
 //                    the meta record) refuses to open.
+// A write that fails (IOError from the disk) leaves the log in a state only
+// a reopen sorts out: every later Write returns an IOError until the storage
+// is destroyed and opened again. Reads keep working.
 Status OpenLevelDbLogStorage(const std::string& dir, const LevelDbLogOptions& options,
                              std::unique_ptr<LogStorage>* storage);
 

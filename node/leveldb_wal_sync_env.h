@@ -1,0 +1,54 @@
+// The leveldb Env under every chorus log: it makes the name of a new
+// write-ahead log file durable before a synced write to it returns, and
+// syncs a log file when leveldb closes it.
+//
+// leveldb 1.23 starts a new "<number>.log" whenever its memtable fills and
+// syncs the file on every synced write, but syncs the directory only when it
+// syncs a MANIFEST, which happens after the old memtable reaches a table, a
+// moment later. POSIX keeps a file's name only once its directory is
+// synced, so a power loss in between may lose the new log's name, and with
+// it every synced write in it: writes that were acknowledged, promises that
+// were answered. (ext4 and xfs happen to commit the name with the file's
+// fsync; the contract does not say so.) This Env syncs the directory on the
+// first Sync of each log file it created, before the file itself: one more
+// fsync per log switch (every write_buffer_bytes of writes).
+//
+// And leveldb closes the old log at a switch without syncing it, while the
+// next synced write goes to the new log: a crash could then keep a later
+// write and lose an earlier (unsynced) one, a gap no prefix of the writes
+// explains (the core refuses to open a log with a chosen instance after a
+// missing one). This Env syncs a log when leveldb closes it: one more fsync
+// per log switch, which keeps the log a prefix of the writes.
+#ifndef CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
+#define CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
+
+#include <leveldb/env.h>
+
+#include <functional>
+#include <string>
+
+namespace chorus {
+
+class WalSyncEnv : public leveldb::EnvWrapper {
+ public:
+  // `base` is borrowed and must outlive this Env. `sync_dir` syncs a
+  // directory (LevelDbLogOptions::sync_dir); empty: fsync(2) of it.
+  WalSyncEnv(leveldb::Env* base, std::function<leveldb::Status(const std::string& dir)> sync_dir);
+
+  leveldb::Status NewWritableFile(const std::string& fname, leveldb::WritableFile** result) override;
+  leveldb::Status NewAppendableFile(const std::string& fname,
+                                    leveldb::WritableFile** result) override;
+
+  // Syncs directory `dir`.
+  leveldb::Status SyncDirectory(const std::string& dir);
+
+ private:
+  // Opens through the base Env; a log file it creates comes back wrapped.
+  leveldb::Status Open(const std::string& fname, bool append, leveldb::WritableFile** result);
+
+  const std::function<leveldb::Status(const std::string& dir)> sync_dir_;
+};
+
+}  // namespace chorus
+
+#endif  // CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
