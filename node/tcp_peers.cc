@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "node/frame.h"
+#include "node/frame_auth.h"
 #include "node/socket_util.h"
 
 namespace chorus {
@@ -22,6 +23,12 @@ constexpr int kMaxIov = 64;
 struct TcpPeers::OutFrame {
   std::string header;
   std::string payload;
+  // With a secret: the tag, made for the connection numbered
+  // `tag_connection` (0: none yet). A frame written again on a new
+  // connection gets a new tag there.
+  FrameTag tag;
+  uint64_t tag_connection = 0;
+  // Bytes counted against max_queued_bytes_per_peer (the tag is not).
   size_t size() const { return header.size() + payload.size(); }
 };
 
@@ -36,7 +43,9 @@ struct TcpPeers::Peer {
   size_t queued_bytes = 0;
 
   // The rest is owned by the loop thread.
-  enum class State { kIdle, kResolving, kConnecting, kConnected };
+  // kAwaitingChallenge (with a secret only): connected, reading the
+  // receiver's challenge; nothing is written before it is complete.
+  enum class State { kIdle, kResolving, kConnecting, kAwaitingChallenge, kConnected };
   State state = State::kIdle;
   int fd = -1;
   uint32_t registered = 0;          // epoll events registered for fd
@@ -46,8 +55,17 @@ struct TcpPeers::Peer {
   size_t next_addr = 0;             // the one the next connect tries
   int backoff_ms = 0;               // 0: no attempt failed yet
   Clock::time_point next_attempt;   // no connect before this
-  Clock::time_point connect_deadline;  // kConnecting: give up at this time
+  // kConnecting, kAwaitingChallenge: give up at this time.
+  Clock::time_point connect_deadline;
   Clock::time_point connected_at;      // kConnected: since when
+  // With a secret: the challenge being read, and once it is in, the
+  // connection's nonce, number (counted from 1 per peer) and the sequence
+  // number of the next frame tagged on it.
+  char challenge[kChallengeSize];
+  size_t challenge_fill = 0;
+  AuthNonce nonce{};
+  uint64_t connection = 0;
+  uint64_t next_sequence = 0;
 };
 
 TcpPeers::TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* counters,
@@ -69,6 +87,12 @@ TcpPeers::TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* c
 }
 
 TcpPeers::~TcpPeers() { CloseAll(); }
+
+Status TcpPeers::Init() {
+  if (options_.cluster_secret.empty()) return Status::OK();
+  tag_bytes_ = kFrameTagSize;
+  return FrameAuthenticator::New(options_.cluster_secret, &auth_);
+}
 
 std::shared_ptr<TcpPeers::Peer> TcpPeers::NewPeer(const NodeInfo& info) {
   auto peer = std::make_shared<Peer>();
@@ -229,6 +253,15 @@ int TcpPeers::Service() {
       continue;
     }
     if (peer->state == Peer::State::kResolving) continue;  // the resolver wakes us
+    if (peer->state == Peer::State::kAwaitingChallenge) {
+      if (now < peer->connect_deadline) {
+        timeout_ms = MinTimeout(timeout_ms, MsUntil(now, peer->connect_deadline));
+        continue;
+      }
+      Counters::Add(&counters_->challenge_failures);
+      Backoff(peer);
+      continue;  // retried after its backoff
+    }
     if (peer->state == Peer::State::kConnecting) {
       if (now < peer->connect_deadline) {
         timeout_ms = MinTimeout(timeout_ms, MsUntil(now, peer->connect_deadline));
@@ -309,6 +342,49 @@ void TcpPeers::OnConnected(Peer* peer) {
     return;
   }
   peer->registered = events;
+  if (auth_ != nullptr) {
+    // The receiver writes its challenge at once; until it is in, nothing
+    // is written (ReadChallenge goes on from here).
+    peer->state = Peer::State::kAwaitingChallenge;
+    peer->challenge_fill = 0;
+    peer->connect_deadline =
+        Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
+    return;
+  }
+  OnReady(peer);
+}
+
+void TcpPeers::ReadChallenge(Peer* peer) {
+  while (peer->challenge_fill < kChallengeSize) {
+    // Exactly the challenge: whatever follows it is drained as usual.
+    const ssize_t n = read(peer->fd, peer->challenge + peer->challenge_fill,
+                           kChallengeSize - peer->challenge_fill);
+    if (n > 0) {
+      peer->challenge_fill += static_cast<size_t>(n);
+      Counters::Add(&counters_->bytes_received, static_cast<uint64_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    const int err = n < 0 ? errno : 0;
+    if (n < 0) counters_->CountIfTimedOut(err);
+    // Closed before its challenge: a receiver without the secret closes
+    // our frames' connection when they fail its checks.
+    Counters::Add(&counters_->challenge_failures);
+    Backoff(peer, err);
+    return;
+  }
+  if (!DecodeChallenge(peer->challenge, &peer->nonce).ok()) {
+    Counters::Add(&counters_->challenge_failures);
+    Backoff(peer);
+    return;
+  }
+  ++peer->connection;
+  peer->next_sequence = 0;
+  OnReady(peer);
+}
+
+void TcpPeers::OnReady(Peer* peer) {
   peer->state = Peer::State::kConnected;
   peer->connected_at = Clock::now();
   Counters::Add(&counters_->connects);
@@ -354,6 +430,10 @@ void TcpPeers::OnEvent(uint64_t index, uint32_t events) {
     }
     return;
   }
+  if (peer->state == Peer::State::kAwaitingChallenge) {
+    ReadChallenge(peer);
+    return;
+  }
   if (peer->state != Peer::State::kConnected) return;
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     // Drain anything (nothing is expected) and look for EOF or an error.
@@ -381,15 +461,26 @@ void TcpPeers::Flush(Peer* peer) {
     iovec iov[kMaxIov];
     int count = 0;
     size_t skip = peer->front_offset;
-    for (size_t i = 0; i < peer->sending.size() && count + 2 <= kMaxIov; ++i) {
-      const OutFrame& f = peer->sending[i];
-      for (const std::string* part : {&f.header, &f.payload}) {
-        if (skip >= part->size()) {
-          skip -= part->size();
+    for (size_t i = 0; i < peer->sending.size() && count + 3 <= kMaxIov; ++i) {
+      OutFrame& f = peer->sending[i];
+      // Tagged in the order written, so the sequence numbers follow the
+      // wire; a frame already tagged on this connection (partly written)
+      // keeps its tag.
+      if (auth_ != nullptr && f.tag_connection != peer->connection) {
+        f.tag = auth_->Sign(peer->nonce, peer->info.id(), peer->next_sequence++, f.header.data(),
+                            f.payload);
+        f.tag_connection = peer->connection;
+      }
+      const std::pair<const char*, size_t> parts[] = {{f.header.data(), f.header.size()},
+                                                      {f.payload.data(), f.payload.size()},
+                                                      {f.tag.data(), tag_bytes_}};
+      for (const auto& [data, size] : parts) {
+        if (skip >= size) {
+          skip -= size;
           continue;
         }
-        iov[count].iov_base = const_cast<char*>(part->data()) + skip;
-        iov[count].iov_len = part->size() - skip;
+        iov[count].iov_base = const_cast<char*>(data) + skip;
+        iov[count].iov_len = size - skip;
         skip = 0;
         ++count;
       }
@@ -414,8 +505,8 @@ void TcpPeers::Flush(Peer* peer) {
     size_t written = static_cast<size_t>(n) + peer->front_offset;
     size_t done_bytes = 0;
     uint64_t done_frames = 0;
-    while (!peer->sending.empty() && written >= peer->sending.front().size()) {
-      written -= peer->sending.front().size();
+    while (!peer->sending.empty() && written >= peer->sending.front().size() + tag_bytes_) {
+      written -= peer->sending.front().size() + tag_bytes_;
       done_bytes += peer->sending.front().size();
       ++done_frames;
       peer->sending.pop_front();

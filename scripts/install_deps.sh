@@ -11,6 +11,7 @@ PACKAGES=(build-essential cmake pkg-config ccache
           libleveldb-dev libsnappy-dev libprotobuf-dev protobuf-compiler
           libgtest-dev libgmock-dev libgflags-dev
           redis-tools curl
+          libssl-dev  # libcrypto: HMAC-SHA256 of the authenticated transport
           prometheus-cpp-dev)  # chorus_prometheus (/metrics; optional for the library)
 if [ "${1:-}" = "--fuzz" ]; then
   PACKAGES+=(clang-14 libclang-rt-14-dev)
