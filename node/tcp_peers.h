@@ -36,6 +36,9 @@
 // and each frame is tagged when it is first written on a connection, with
 // the next sequence number of that connection.
 //
+// Files: tcp_peers.cc (connections, writes), tcp_peers_book.cc (Enqueue and
+// the book), tcp_peer.h (the per-peer records both use).
+//
 // Thread safety: Enqueue, SetBook, IsMember, book_version and book_size from
 // any thread; Barrier from Stop; the rest on the loop thread only (CloseAll
 // once the loop has joined).
