@@ -26,12 +26,14 @@
 #include "node/frame.h"
 #include "node/frame_auth.h"
 #include "unittest/support/test_util.h"
+#include "unittest/support/transport_inbox.h"
 #include "utils/coding.h"
 
 namespace chorus {
 namespace {
 
 using testing::FreePort;
+using testing::Inbox;
 using testing::TempDir;
 
 constexpr uint64_t kCluster = 4343;
@@ -43,37 +45,6 @@ bool WaitUntil(const std::function<bool()>& pred) {
 }
 
 // ---- transports on loopback ----
-
-class Inbox {
- public:
-  Transport::Receiver receiver() {
-    return [this](uint64_t from, std::string msg) {
-      std::lock_guard<std::mutex> l(mu_);
-      messages_.emplace_back(from, std::move(msg));
-    };
-  }
-  bool Contains(const std::string& msg) {
-    std::lock_guard<std::mutex> l(mu_);
-    for (auto& m : messages_) {
-      if (m.second == msg) return true;
-    }
-    return false;
-  }
-  size_t Count(const std::string& msg) {
-    std::lock_guard<std::mutex> l(mu_);
-    size_t n = 0;
-    for (auto& m : messages_) n += m.second == msg ? 1 : 0;
-    return n;
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> l(mu_);
-    return messages_.size();
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::pair<uint64_t, std::string>> messages_;  // GUARDED_BY(mu_)
-};
 
 class TransportAuthTest : public ::testing::Test {
  protected:
