@@ -5,7 +5,7 @@
 //                 [--batch --batch_count=64 --batch_delay_ms=0] [--json]
 //                 [--election [--clients_on=one|all] [--node0_role=any|master|follower]
 //                  [--reads]]
-//                 [--checkpoint_interval=N [--log_keep=K]]
+//                 [--checkpoint_interval=N [--log_keep=K]] [--secret]
 //
 // The program runs itself three times (fork + exec of /proc/self/exe with the
 // hidden --role=node): node 1 and node 2 just serve; node 0 also runs the
@@ -35,6 +35,9 @@
 // state with trimming on. 0 (the default) makes none: the log grows, as
 // without checkpoints. The JSON reports node 0's checkpoints made in group
 // 0 and its log start at the end.
+// --secret sets Options::cluster_secret (a fixed bench secret) on every
+// node: every frame then carries its HMAC-SHA256 tag (the authenticated
+// transport, node/frame_auth.h); compare with and without to see its cost.
 // Node 0 prints the result (a table, or one JSON object with --json) on
 // stdout: values/s, latency percentiles of the successful calls, failures
 // and the Status codes seen. Data dirs live in a temp dir that is removed at
@@ -99,6 +102,7 @@ DEFINE_bool(sync_writes, true, "Options::sync_writes (fsync); keep on for real f
 DEFINE_bool(json, false, "print one JSON object instead of a table");
 DEFINE_int32(warmup_timeout_s, 30, "how long node 0 waits for the cluster to choose a value");
 DEFINE_bool(election, false, "Options::master_election on every node");
+DEFINE_bool(secret, false, "Options::cluster_secret on every node (authenticated transport)");
 DEFINE_string(clients_on, "one", "one: every client in node 0; all: spread over the 3 nodes");
 DEFINE_string(node0_role, "any",
               "with --election: any, master (node 0 is made master) or follower");
@@ -395,7 +399,7 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         "\"clients_by_node\":[%d,%d,%d],\"ops_per_sec_by_node\":%s,\"p50_ms_by_node\":%s,"
         "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d,"
         "\"checkpoint_interval\":%" PRIu64 ",\"log_keep\":%" PRIu64 ",\"checkpoints_made\":%" PRIu64
-        ",\"log_start\":%" PRIu64 "}\n",
+        ",\"log_start\":%" PRIu64 ",\"secret\":%s}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
         mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
@@ -405,7 +409,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         FLAGS_election ? "true" : "false", FLAGS_clients_on.c_str(), ClientsOf(0), ClientsOf(1),
         ClientsOf(2), by_node.ops.c_str(), by_node.p50.c_str(), by_node.p99.c_str(),
         FLAGS_node0_role.c_str(), env.node0_is_master, uint64_t{FLAGS_checkpoint_interval},
-        uint64_t{FLAGS_log_keep}, env.checkpoints_made, env.log_start);
+        uint64_t{FLAGS_log_keep}, env.checkpoints_made, env.log_start,
+        FLAGS_secret ? "true" : "false");
   } else {
     std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients "
                 "(%d/%d/%d on nodes 0/1/2), %d-byte values, %d s, %s, election %s",
@@ -417,6 +422,7 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
                                     .c_str()
                               : "Propose",
                 FLAGS_election ? "on" : "off");
+    if (FLAGS_secret) std::printf(", cluster_secret on");
     if (env.node0_is_master >= 0) {
       std::printf(" (node 0 %s)", env.node0_is_master ? "master" : "follower");
     }
@@ -634,6 +640,9 @@ int RunNode() {
   options.batch_max_count = FLAGS_batch_count;
   options.batch_delay_ms = FLAGS_batch_delay_ms;
   options.master_election = FLAGS_election;
+  // A benchmark's secret: only its length and use matter here, never keep a
+  // real one in code.
+  if (FLAGS_secret) options.cluster_secret = "propose_bench cluster secret 32b";
   options.checkpoint_interval_instances = FLAGS_checkpoint_interval;
   options.log_keep_instances = FLAGS_log_keep;
   std::vector<std::unique_ptr<CountingStateMachine>> machines;
@@ -780,7 +789,7 @@ int RunParent(const char* argv0) {
         flag("batch_count", std::to_string(FLAGS_batch_count)),
         flag("batch_delay_ms", std::to_string(FLAGS_batch_delay_ms)),
         bool_flag("sync_writes", FLAGS_sync_writes), bool_flag("election", FLAGS_election),
-        flag("run_dir", dir), flag("clients", std::to_string(FLAGS_clients)),
+        bool_flag("secret", FLAGS_secret), flag("run_dir", dir), flag("clients", std::to_string(FLAGS_clients)),
         flag("clients_on", FLAGS_clients_on), flag("value_size", std::to_string(FLAGS_value_size)),
         bool_flag("batch", FLAGS_batch),
         flag("checkpoint_interval", std::to_string(FLAGS_checkpoint_interval)),
@@ -833,7 +842,7 @@ int RunParent(const char* argv0) {
 
 int main(int argc, char** argv) {
   chorus::ParseProgramFlags("propose_bench [--clients=N --value_size=B --seconds=S --groups=G "
-                            "--batch --batch_count=N --batch_delay_ms=MS --json]",
+                            "--batch --batch_count=N --batch_delay_ms=MS --secret --json]",
                             &argc, &argv);
   if (FLAGS_role == "node") return RunNode();
   if (!FLAGS_role.empty()) {

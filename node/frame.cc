@@ -34,7 +34,14 @@ std::string EncodeFrame(uint64_t cluster_id, uint64_t sender, const std::string&
 }
 
 FrameDecoder::FrameDecoder(uint32_t max_payload_bytes, HeaderCheck check)
-    : max_payload_bytes_(max_payload_bytes), check_(std::move(check)) {}
+    : FrameDecoder(max_payload_bytes, std::move(check), 0, nullptr) {}
+
+FrameDecoder::FrameDecoder(uint32_t max_payload_bytes, HeaderCheck check, size_t trailer_bytes,
+                           FrameCheck frame_check)
+    : max_payload_bytes_(max_payload_bytes),
+      check_(std::move(check)),
+      trailer_bytes_(std::min(trailer_bytes, kMaxFrameTrailer)),
+      frame_check_(std::move(frame_check)) {}
 
 Status FrameDecoder::Consume(const char* data, size_t n, std::vector<Frame>* frames) {
   if (!error_.ok()) return error_;
@@ -74,23 +81,37 @@ Status FrameDecoder::Consume(const char* data, size_t n, std::vector<Frame>* fra
       // length up front.
       current_.payload.reserve(std::min<size_t>(payload_len_, kInitialPayloadReserve));
       in_payload_ = true;
-    } else {
+    } else if (current_.payload.size() < payload_len_) {
       const size_t take = std::min<size_t>(n, payload_len_ - current_.payload.size());
       current_.payload.append(data, take);
       data += take;
       n -= take;
+    } else {
+      const size_t take = std::min(n, trailer_bytes_ - trailer_fill_);
+      std::copy(data, data + take, trailer_ + trailer_fill_);
+      trailer_fill_ += take;
+      data += take;
+      n -= take;
     }
-    if (in_payload_ && current_.payload.size() == payload_len_) {
+    if (in_payload_ && current_.payload.size() == payload_len_ && trailer_fill_ == trailer_bytes_) {
       uint32_t crc = crc32c::Extend(0, header_, kCrcOffset);
       crc = crc32c::Extend(crc, current_.payload.data(), current_.payload.size());
       if (crc != expected_crc_) {
         error_ = Status::Corruption("frame crc32c mismatch");
         return error_;
       }
+      if (trailer_bytes_ > 0) {
+        Status s = frame_check_(header_, current_.payload, trailer_);
+        if (!s.ok()) {
+          error_ = s;
+          return error_;
+        }
+      }
       frames->push_back(std::move(current_));
       current_ = Frame();
       in_payload_ = false;
       header_fill_ = 0;
+      trailer_fill_ = 0;
     }
   }
   return Status::OK();

@@ -13,6 +13,11 @@
 // payload is read, and the payload buffer grows with the bytes that actually
 // arrive: a header alone never makes the decoder allocate its announced length.
 //
+// A decoder made with a trailer size (the authenticated transport:
+// frame_auth.h) expects that many bytes after each payload, and hands the
+// header, payload and trailer to its FrameCheck once the crc32c matched,
+// before the frame is appended. Without one the wire is as above.
+//
 // Thread safety: FrameDecoder is not synchronized; one connection owns one.
 
 #ifndef CHORUS_NODE_FRAME_H_
@@ -30,6 +35,7 @@ namespace chorus {
 
 constexpr uint32_t kFrameMagic = 0x53524843;  // the bytes "CHRS" on the wire
 constexpr size_t kFrameHeaderSize = 28;
+constexpr size_t kMaxFrameTrailer = 64;
 
 struct Frame {
   uint64_t cluster_id = 0;
@@ -52,15 +58,26 @@ class FrameDecoder {
   // and becomes the decoder's sticky error (Consume returns it as is).
   using HeaderCheck = std::function<Status(uint64_t cluster_id, uint64_t sender)>;
 
+  // Called with every complete frame (its kFrameHeaderSize header bytes,
+  // payload and trailer) whose crc32c matched; any status but ok rejects it
+  // and becomes the sticky error.
+  using FrameCheck =
+      std::function<Status(const char* header, const std::string& payload, const char* trailer)>;
+
   // Frames whose payload is longer than max_payload_bytes are rejected.
   // An empty `check` accepts every header.
   explicit FrameDecoder(uint32_t max_payload_bytes, HeaderCheck check = nullptr);
+  // Frames followed by `trailer_bytes` (1 .. kMaxFrameTrailer) checked by
+  // `frame_check` (REQUIRED).
+  FrameDecoder(uint32_t max_payload_bytes, HeaderCheck check, size_t trailer_bytes,
+               FrameCheck frame_check);
 
   // Consumes data[0, n) and appends every frame completed by it to *frames.
   // Returns ok, or (once the stream is known to be bad, and from then on):
   //   Corruption - bad magic or a crc32c mismatch;
   //   TooLarge   - the header announces a payload above the limit;
-  //   whatever the HeaderCheck returned when it rejected a header.
+  //   whatever the HeaderCheck returned when it rejected a header, or the
+  //   FrameCheck when it rejected a frame.
   // After an error the decoder accepts nothing more: close the connection.
   // The frames appended before the error are intact and verified.
   Status Consume(const char* data, size_t n, std::vector<Frame>* frames);
@@ -74,12 +91,16 @@ class FrameDecoder {
  private:
   const uint32_t max_payload_bytes_;
   const HeaderCheck check_;
+  const size_t trailer_bytes_;       // 0: no trailer
+  const FrameCheck frame_check_;
   Status error_;                     // sticky
   char header_[kFrameHeaderSize];    // the header being filled
   size_t header_fill_ = 0;           // bytes of header_ filled
   bool in_payload_ = false;          // header complete, payload being filled
   uint32_t payload_len_ = 0;         // from the current header
   uint32_t expected_crc_ = 0;        // from the current header
+  char trailer_[kMaxFrameTrailer];   // the trailer being filled
+  size_t trailer_fill_ = 0;          // bytes of trailer_ filled
   Frame current_;                    // the frame being filled
 };
 

@@ -71,6 +71,7 @@ Status NodeImpl::Init() {
     to.nodes = address_book_->Peers();
     to.cluster_id = options_.cluster_id;
     to.max_frame_bytes = options_.max_frame_bytes;
+    to.cluster_secret = options_.cluster_secret;
     Logger* logger = &logger_;  // connections up/down, through the node's logger
     to.log_hook = [logger](LogLevel level, const std::string& line) {
       if (logger->Enabled(level)) logger->Log(level, "%s", line.c_str());

@@ -36,6 +36,8 @@ Status NodeImpl::GetTransportMetrics(TransportMetrics* metrics) const {
     m.dropped_too_large = s.frames_dropped_too_large;
     m.dropped_foreign_cluster = s.frames_dropped_foreign_cluster;
     m.dropped_non_member = s.frames_dropped_non_member;
+    m.dropped_bad_mac = s.frames_dropped_bad_mac;
+    m.auth_challenge_failures = s.auth_challenge_failures;
     m.dropped_queue_full = s.sends_dropped_queue_full;
     m.connects = s.connects;
     m.disconnects = s.disconnects;

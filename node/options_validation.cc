@@ -8,6 +8,7 @@
 
 #include "chorus/state_machine.h"
 #include "node/core_options.h"
+#include "node/frame_auth.h"
 #include "paxos/membership.h"
 
 namespace chorus {
@@ -179,6 +180,11 @@ Status ValidateNodeOptions(const Options& o) {
                    std::to_string(o.batch_delay_ms));
   }
   if (!(s = ValidateMasterOptions(o)).ok()) return s;
+  if (!(s = ValidateClusterSecret(o.cluster_secret)).ok()) return s.Annotate("options");
+  if (!o.cluster_secret.empty() && o.transport != nullptr) {
+    return Invalid("cluster_secret applies to the built-in TCP transport; with Options::transport "
+                   "set, authenticate in that transport (or leave cluster_secret empty)");
+  }
   if (!(s = ValidateCheckpointOptions(o)).ok()) return s;
   if (o.max_inbound_queue_bytes < o.max_frame_bytes) {
     return Invalid("max_inbound_queue_bytes (" + std::to_string(o.max_inbound_queue_bytes) +

@@ -83,6 +83,8 @@ struct Counters {
   std::atomic<uint64_t> dropped_too_large{0};
   std::atomic<uint64_t> dropped_foreign_cluster{0};
   std::atomic<uint64_t> dropped_non_member{0};
+  std::atomic<uint64_t> dropped_bad_mac{0};
+  std::atomic<uint64_t> challenge_failures{0};
   std::atomic<uint64_t> sends_dropped_queue_full{0};
   std::atomic<uint64_t> closed_on_error{0};
   std::atomic<uint64_t> rejected_over_limit{0};
@@ -115,6 +117,8 @@ struct Counters {
     s.frames_dropped_too_large = get(dropped_too_large);
     s.frames_dropped_foreign_cluster = get(dropped_foreign_cluster);
     s.frames_dropped_non_member = get(dropped_non_member);
+    s.frames_dropped_bad_mac = get(dropped_bad_mac);
+    s.auth_challenge_failures = get(challenge_failures);
     s.sends_dropped_queue_full = get(sends_dropped_queue_full);
     s.connections_closed_on_error = get(closed_on_error);
     s.connections_rejected_over_limit = get(rejected_over_limit);

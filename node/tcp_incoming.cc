@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "node/socket_util.h"
+#include "utils/coding.h"
 #include "node/tcp_transport_testing.h"
 
 namespace chorus {
@@ -27,22 +28,46 @@ std::atomic<int> g_fail_incoming_epoll_adds{0};  // tcp_transport_testing
 }  // namespace
 
 // An accepted connection. Held by unique_ptr and never moved: the decoder's
-// check captures `this`.
+// checks capture `this`.
 struct TcpIncoming::Connection {
   int fd;
   Clock::time_point accepted_at;
-  bool header_passed = false;  // one header passed the identity checks
+  // One header passed the identity checks (with a secret: one whole frame
+  // passed them and its tag verified).
+  bool header_passed = false;
   uint64_t sender = 0;         // of the last header that passed
+  // With a secret: the nonce of this connection's challenge, and the
+  // sequence number the next frame's tag must carry.
+  AuthNonce nonce{};
+  uint64_t next_sequence = 0;
   FrameDecoder decoder;
+
   Connection(int f, Clock::time_point at, uint32_t max, TcpIncoming* owner)
-      : fd(f), accepted_at(at), decoder(max, [this, owner](uint64_t cluster_id, uint64_t from) {
-          Status s = owner->CheckHeader(cluster_id, from);
-          if (s.ok()) {
-            header_passed = true;
-            sender = from;
-          }
-          return s;
-        }) {}
+      : fd(f), accepted_at(at), decoder(MakeDecoder(max, owner)) {}
+
+ private:
+  FrameDecoder MakeDecoder(uint32_t max, TcpIncoming* owner) {
+    const bool auth = owner->auth_ != nullptr;
+    FrameDecoder::HeaderCheck check = [this, owner, auth](uint64_t cluster_id, uint64_t from) {
+      Status s = owner->CheckHeader(cluster_id, from);
+      if (s.ok() && !auth) {
+        header_passed = true;
+        sender = from;
+      }
+      return s;
+    };
+    if (!auth) return FrameDecoder(max, std::move(check));
+    return FrameDecoder(max, std::move(check), kFrameTagSize,
+                        [this, owner](const char* header, const std::string& payload,
+                                      const char* tag) {
+                          Status s = owner->CheckTag(nonce, next_sequence, header, payload, tag);
+                          if (!s.ok()) return s;
+                          ++next_sequence;
+                          header_passed = true;
+                          sender = DecodeFixed64(header + 16);
+                          return s;
+                        });
+  }
 };
 
 TcpIncoming::TcpIncoming(const TcpTransportOptions& options, Epoll* epoll, Counters* counters,
@@ -56,6 +81,11 @@ TcpIncoming::TcpIncoming(const TcpTransportOptions& options, Epoll* epoll, Count
       book_(book),
       book_version_seen_(book->book_version()),
       read_buf_(new char[kReadChunk]) {}
+
+Status TcpIncoming::Init() {
+  if (options_.cluster_secret.empty()) return Status::OK();
+  return FrameAuthenticator::New(options_.cluster_secret, &auth_);
+}
 
 TcpIncoming::~TcpIncoming() { CloseAll(); }
 
@@ -86,6 +116,16 @@ Status TcpIncoming::CheckHeader(uint64_t cluster_id, uint64_t sender) {
     return Status::InvalidArgument("frame from non-member " + std::to_string(sender));
   }
   return Status::OK();
+}
+
+Status TcpIncoming::CheckTag(const AuthNonce& nonce, uint64_t sequence, const char* header,
+                             const std::string& payload, const char* tag) {
+  if (auth_->Verify(nonce, options_.self.id(), sequence, header, payload, tag)) {
+    return Status::OK();
+  }
+  Counters::Add(&counters_->dropped_bad_mac);
+  return Status::InvalidArgument("frame " + std::to_string(sequence) +
+                                 " of the connection has no valid HMAC");
 }
 
 int TcpIncoming::Service() {
@@ -206,13 +246,38 @@ void TcpIncoming::Accept() {
       continue;
     }
     const Clock::time_point now = Clock::now();
-    connections_[id] = std::make_unique<Connection>(fd, now, options_.max_frame_bytes, this);
+    auto conn = std::make_unique<Connection>(fd, now, options_.max_frame_bytes, this);
+    if (auth_ != nullptr && !SendChallenge(conn.get())) {
+      close(fd);  // also removes it from the epoll set
+      continue;
+    }
+    connections_[id] = std::move(conn);
     if (options_.header_timeout_ms > 0 && !header_scan_armed_) {
       // An armed scan is due no later than this connection's deadline.
       header_scan_armed_ = true;
       next_header_scan_ = now + std::chrono::milliseconds(options_.header_timeout_ms);
     }
   }
+}
+
+bool TcpIncoming::SendChallenge(Connection* conn) {
+  if (!NewAuthNonce(&conn->nonce).ok()) {
+    Counters::Add(&counters_->challenge_failures);
+    return false;
+  }
+  const std::string challenge = EncodeChallenge(conn->nonce);
+  // A fresh socket's send buffer takes 20 bytes at once; anything else
+  // means the connection is already broken.
+  ssize_t n;
+  do {
+    n = send(conn->fd, challenge.data(), challenge.size(), MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(challenge.size())) {
+    Counters::Add(&counters_->challenge_failures);
+    return false;
+  }
+  Counters::Add(&counters_->bytes_sent, challenge.size());
+  return true;
 }
 
 void TcpIncoming::OnEvent(uint64_t id) {

@@ -16,6 +16,13 @@
 // connections when the earliest deadline is due (at most every quarter of
 // the timeout, and not at all while every connection has passed).
 //
+// With a cluster secret (frame_auth.h), every accepted connection is sent a
+// challenge with a fresh nonce at once, and every frame must be followed by
+// the tag of its sequence number on the connection: a frame whose tag does
+// not verify is dropped, counted (dropped_bad_mac) and closes its
+// connection. A connection then counts as having passed its header (for
+// header_timeout_ms and the book) only once a whole frame verified.
+//
 // accept() failing for lack of descriptors or memory takes the listening
 // socket out of epoll for kAcceptPauseMs (Service puts it back), and an
 // epoll_ctl that fails for one connection closes that connection.
@@ -28,10 +35,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 
 #include "chorus/transport.h"
 #include "node/frame.h"
+#include "node/frame_auth.h"
 #include "node/tcp_epoll.h"
 #include "node/tcp_peers.h"
 
@@ -47,6 +56,9 @@ class TcpIncoming {
               const std::atomic<bool>* stop, const Transport::Receiver* receiver,
               const TcpPeers* book);
   ~TcpIncoming();
+
+  // Sets up the frame authenticator when options.cluster_secret is set.
+  Status Init();
 
   // Binds and listens on options.self and adds the socket to epoll.
   Status Listen();
@@ -70,6 +82,12 @@ class TcpIncoming {
 
   // Runs for every complete incoming header.
   Status CheckHeader(uint64_t cluster_id, uint64_t sender);
+  // With a secret: runs for every complete frame whose crc32c matched.
+  Status CheckTag(const AuthNonce& nonce, uint64_t sequence, const char* header,
+                  const std::string& payload, const char* tag);
+  // With a secret: writes the challenge to a just accepted connection.
+  // False (counted) when it could not.
+  bool SendChallenge(Connection* conn);
   int ServiceAcceptPause();
   void CloseRemovedSenders();
   int ServiceHeaderTimeouts();
@@ -87,6 +105,7 @@ class TcpIncoming {
   const std::atomic<bool>* const stop_;
   const Transport::Receiver* const receiver_;
   const TcpPeers* const book_;
+  std::unique_ptr<FrameAuthenticator> auth_;  // null: no secret
 
   // Loop thread only (and CloseAll once the loop has joined).
   int listen_fd_ = -1;

@@ -10,7 +10,9 @@
 #include <chrono>
 
 #include "node/frame.h"
+#include "node/frame_auth.h"
 #include "node/socket_util.h"
+#include "node/tcp_peer.h"
 
 namespace chorus {
 namespace tcp {
@@ -18,37 +20,6 @@ namespace tcp {
 namespace {
 constexpr int kMaxIov = 64;
 }  // namespace
-
-struct TcpPeers::OutFrame {
-  std::string header;
-  std::string payload;
-  size_t size() const { return header.size() + payload.size(); }
-};
-
-// One remote node at one address, and our outgoing connection to it.
-struct TcpPeers::Peer {
-  NodeInfo info;      // immutable: another address is another Peer
-  uint64_t slot = 0;  // its epoll tag index; immutable, never reused
-
-  std::mutex mu;
-  std::deque<OutFrame> queue;  // GUARDED_BY(mu)
-  // Bytes in `queue` plus bytes in `sending`. GUARDED_BY(mu)
-  size_t queued_bytes = 0;
-
-  // The rest is owned by the loop thread.
-  enum class State { kIdle, kResolving, kConnecting, kConnected };
-  State state = State::kIdle;
-  int fd = -1;
-  uint32_t registered = 0;          // epoll events registered for fd
-  std::deque<OutFrame> sending;     // taken from `queue`, being written
-  size_t front_offset = 0;          // bytes of sending.front() written
-  std::vector<SockAddr> addrs;      // from the last resolution
-  size_t next_addr = 0;             // the one the next connect tries
-  int backoff_ms = 0;               // 0: no attempt failed yet
-  Clock::time_point next_attempt;   // no connect before this
-  Clock::time_point connect_deadline;  // kConnecting: give up at this time
-  Clock::time_point connected_at;      // kConnected: since when
-};
 
 TcpPeers::TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* counters,
                    const std::atomic<bool>* stop, std::function<void()> wake)
@@ -70,133 +41,15 @@ TcpPeers::TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* c
 
 TcpPeers::~TcpPeers() { CloseAll(); }
 
-std::shared_ptr<TcpPeers::Peer> TcpPeers::NewPeer(const NodeInfo& info) {
-  auto peer = std::make_shared<Peer>();
-  peer->info = info;
-  peer->slot = next_slot_++;
-  return peer;
+Status TcpPeers::Init() {
+  if (options_.cluster_secret.empty()) return Status::OK();
+  tag_bytes_ = kFrameTagSize;
+  return FrameAuthenticator::New(options_.cluster_secret, &auth_);
 }
-
-Status TcpPeers::Enqueue(uint64_t to, std::string message) {
-  OutFrame frame;
-  frame.header = EncodeFrameHeader(options_.cluster_id, self_id_, message);
-  frame.payload = std::move(message);
-  // Shared: Sends from many threads go on together; SetBook waits for them.
-  std::shared_lock<std::shared_mutex> bl(book_mu_);
-  // The wake happens under the locks: Stop() passes through book_mu_ after
-  // setting the stop flag (Barrier), so no Enqueue can wake the loop once
-  // Stop goes on to close the wake descriptor.
-  if (stop_->load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
-  auto it = book_.find(to);
-  if (it == book_.end()) {
-    return Status::InvalidArgument("node " + std::to_string(to) + " is not a member");
-  }
-  Peer* peer = it->second.get();
-  std::lock_guard<std::mutex> l(peer->mu);
-  if (peer->queued_bytes + frame.size() > options_.max_queued_bytes_per_peer) {
-    // The peer is slow or down; the protocol retries.
-    Counters::Add(&counters_->sends_dropped_queue_full);
-    return Status::OK();
-  }
-  const bool was_empty = peer->queue.empty();
-  peer->queued_bytes += frame.size();
-  peer->queue.push_back(std::move(frame));
-  if (was_empty) wake_();
-  return Status::OK();
-}
-
-Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {
-  std::unique_lock<std::shared_mutex> bl(book_mu_);
-  if (stop_->load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
-  Book next;
-  bool changed = false;
-  for (const NodeInfo& n : nodes) {
-    const uint64_t id = n.id();
-    if (id == self_id_) continue;
-    auto old = book_.find(id);
-    if (old == book_.end()) {
-      next[id] = NewPeer(n);
-      changed = true;
-      continue;
-    }
-    Peer* was = old->second.get();
-    // The id is the identity; only the address matters here (an IPv4 node
-    // named with or without its derived id is the same node).
-    if (was->info.host == n.host && was->info.port == n.port) {
-      next[id] = old->second;
-      continue;
-    }
-    // Moved: what waits for it goes to the new address.
-    std::shared_ptr<Peer> moved = NewPeer(n);
-    {
-      std::lock_guard<std::mutex> l(was->mu);
-      for (const OutFrame& f : was->queue) was->queued_bytes -= f.size();
-      moved->queue.swap(was->queue);
-    }
-    for (const OutFrame& f : moved->queue) moved->queued_bytes += f.size();
-    next[id] = std::move(moved);
-    changed = true;
-  }
-  for (auto& [id, peer] : book_) {
-    if (next.count(id) != 0) continue;
-    // Removed: its frames are dropped (the loop closes its connection).
-    std::lock_guard<std::mutex> l(peer->mu);
-    for (const OutFrame& f : peer->queue) peer->queued_bytes -= f.size();
-    peer->queue.clear();
-    changed = true;
-  }
-  if (!changed) return Status::OK();
-  book_.swap(next);
-  book_size_.store(book_.size() + 1, std::memory_order_relaxed);
-  book_version_.fetch_add(1, std::memory_order_release);
-  wake_();
-  return Status::OK();
-}
-
-bool TcpPeers::IsMember(uint64_t sender) const {
-  if (sender == self_id_) return true;
-  std::shared_lock<std::shared_mutex> bl(book_mu_);
-  return book_.count(sender) != 0;
-}
-
-void TcpPeers::Barrier() { std::unique_lock<std::shared_mutex> bl(book_mu_); }
 
 void TcpPeers::CloseAll() {
   resolver_.Stop();
   for (auto& entry : live_) CloseFd(&entry.second->fd);
-}
-
-void TcpPeers::ApplyBook() {
-  std::vector<std::shared_ptr<Peer>> current;
-  {
-    std::shared_lock<std::shared_mutex> bl(book_mu_);
-    applied_version_ = book_version_.load(std::memory_order_relaxed);
-    for (auto& entry : book_) current.push_back(entry.second);
-  }
-  std::unordered_map<uint64_t, Peer*> by_id;  // the book's Peers, by node id
-  for (auto& peer : current) by_id[peer->info.id()] = peer.get();
-  for (auto it = live_.begin(); it != live_.end();) {
-    Peer* peer = it->second.get();
-    auto now_in_book = by_id.find(peer->info.id());
-    if (now_in_book != by_id.end() && now_in_book->second == peer) {
-      ++it;
-      continue;
-    }
-    if (peer->fd >= 0) {
-      // Closing also takes the socket out of the epoll set.
-      Counters::Add(&counters_->closed_removed_peer);
-      CloseFd(&peer->fd);
-    }
-    conn_log_.Changed(peer->info, now_in_book == by_id.end()
-                                      ? "removed from the address book"
-                                      : "moved to " + now_in_book->second->info.ToString());
-    it = live_.erase(it);
-  }
-  for (auto& peer : current) {
-    if (live_.count(peer->slot) != 0) continue;
-    live_[peer->slot] = peer;
-    if (applied_version_ > 1) conn_log_.Changed(peer->info, "added to the address book");
-  }
 }
 
 void TcpPeers::CollectResolutions() {
@@ -229,6 +82,15 @@ int TcpPeers::Service() {
       continue;
     }
     if (peer->state == Peer::State::kResolving) continue;  // the resolver wakes us
+    if (peer->state == Peer::State::kAwaitingChallenge) {
+      if (now < peer->connect_deadline) {
+        timeout_ms = MinTimeout(timeout_ms, MsUntil(now, peer->connect_deadline));
+        continue;
+      }
+      Counters::Add(&counters_->challenge_failures);
+      Backoff(peer);
+      continue;  // retried after its backoff
+    }
     if (peer->state == Peer::State::kConnecting) {
       if (now < peer->connect_deadline) {
         timeout_ms = MinTimeout(timeout_ms, MsUntil(now, peer->connect_deadline));
@@ -309,6 +171,49 @@ void TcpPeers::OnConnected(Peer* peer) {
     return;
   }
   peer->registered = events;
+  if (auth_ != nullptr) {
+    // The receiver writes its challenge at once; until it is in, nothing
+    // is written (ReadChallenge goes on from here).
+    peer->state = Peer::State::kAwaitingChallenge;
+    peer->challenge_fill = 0;
+    peer->connect_deadline =
+        Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
+    return;
+  }
+  OnReady(peer);
+}
+
+void TcpPeers::ReadChallenge(Peer* peer) {
+  while (peer->challenge_fill < kChallengeSize) {
+    // Exactly the challenge: whatever follows it is drained as usual.
+    const ssize_t n = read(peer->fd, peer->challenge + peer->challenge_fill,
+                           kChallengeSize - peer->challenge_fill);
+    if (n > 0) {
+      peer->challenge_fill += static_cast<size_t>(n);
+      Counters::Add(&counters_->bytes_received, static_cast<uint64_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    const int err = n < 0 ? errno : 0;
+    if (n < 0) counters_->CountIfTimedOut(err);
+    // Closed before its challenge (a receiver without the secret closes a
+    // connection that sends no header within its header_timeout_ms).
+    Counters::Add(&counters_->challenge_failures);
+    Backoff(peer, err);
+    return;
+  }
+  if (!DecodeChallenge(peer->challenge, &peer->nonce).ok()) {
+    Counters::Add(&counters_->challenge_failures);
+    Backoff(peer);
+    return;
+  }
+  ++peer->connection;
+  peer->next_sequence = 0;
+  OnReady(peer);
+}
+
+void TcpPeers::OnReady(Peer* peer) {
   peer->state = Peer::State::kConnected;
   peer->connected_at = Clock::now();
   Counters::Add(&counters_->connects);
@@ -354,6 +259,10 @@ void TcpPeers::OnEvent(uint64_t index, uint32_t events) {
     }
     return;
   }
+  if (peer->state == Peer::State::kAwaitingChallenge) {
+    ReadChallenge(peer);
+    return;
+  }
   if (peer->state != Peer::State::kConnected) return;
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     // Drain anything (nothing is expected) and look for EOF or an error.
@@ -381,15 +290,26 @@ void TcpPeers::Flush(Peer* peer) {
     iovec iov[kMaxIov];
     int count = 0;
     size_t skip = peer->front_offset;
-    for (size_t i = 0; i < peer->sending.size() && count + 2 <= kMaxIov; ++i) {
-      const OutFrame& f = peer->sending[i];
-      for (const std::string* part : {&f.header, &f.payload}) {
-        if (skip >= part->size()) {
-          skip -= part->size();
+    for (size_t i = 0; i < peer->sending.size() && count + 3 <= kMaxIov; ++i) {
+      OutFrame& f = peer->sending[i];
+      // Tagged in the order written, so the sequence numbers follow the
+      // wire; a frame already tagged on this connection (partly written)
+      // keeps its tag.
+      if (auth_ != nullptr && f.tag_connection != peer->connection) {
+        f.tag = auth_->Sign(peer->nonce, peer->info.id(), peer->next_sequence++, f.header.data(),
+                            f.payload);
+        f.tag_connection = peer->connection;
+      }
+      const std::pair<const char*, size_t> parts[] = {{f.header.data(), f.header.size()},
+                                                      {f.payload.data(), f.payload.size()},
+                                                      {f.tag.data(), tag_bytes_}};
+      for (const auto& [data, size] : parts) {
+        if (skip >= size) {
+          skip -= size;
           continue;
         }
-        iov[count].iov_base = const_cast<char*>(part->data()) + skip;
-        iov[count].iov_len = part->size() - skip;
+        iov[count].iov_base = const_cast<char*>(data) + skip;
+        iov[count].iov_len = size - skip;
         skip = 0;
         ++count;
       }
@@ -414,8 +334,8 @@ void TcpPeers::Flush(Peer* peer) {
     size_t written = static_cast<size_t>(n) + peer->front_offset;
     size_t done_bytes = 0;
     uint64_t done_frames = 0;
-    while (!peer->sending.empty() && written >= peer->sending.front().size()) {
-      written -= peer->sending.front().size();
+    while (!peer->sending.empty() && written >= peer->sending.front().size() + tag_bytes_) {
+      written -= peer->sending.front().size() + tag_bytes_;
       done_bytes += peer->sending.front().size();
       ++done_frames;
       peer->sending.pop_front();

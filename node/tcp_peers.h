@@ -30,6 +30,15 @@
 // Peers no longer in the book and starts serving the new ones. Enqueue holds
 // book_mu_ shared, so it always finds the current book.
 //
+// With a cluster secret (frame_auth.h), a new connection first reads the
+// receiver's challenge (its nonce; it must arrive within connect_timeout_ms
+// or the attempt counts as failed: challenge_failures, then the backoff),
+// and each frame is tagged when it is first written on a connection, with
+// the next sequence number of that connection.
+//
+// Files: tcp_peers.cc (connections, writes), tcp_peers_book.cc (Enqueue and
+// the book), tcp_peer.h (the per-peer records both use).
+//
 // Thread safety: Enqueue, SetBook, IsMember, book_version and book_size from
 // any thread; Barrier from Stop; the rest on the loop thread only (CloseAll
 // once the loop has joined).
@@ -50,6 +59,7 @@
 #include <vector>
 
 #include "chorus/transport.h"
+#include "node/frame_auth.h"
 #include "node/tcp_conn_log.h"
 #include "node/tcp_epoll.h"
 #include "node/tcp_resolver.h"
@@ -65,6 +75,9 @@ class TcpPeers {
   TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* counters,
            const std::atomic<bool>* stop, std::function<void()> wake);
   ~TcpPeers();
+
+  // Sets up the frame authenticator when options.cluster_secret is set.
+  Status Init();
 
   // Any thread. Queues `message` (at most max_frame_bytes: the caller
   // checked) for peer `to`. InvalidArgument for a node not in the book,
@@ -113,6 +126,10 @@ class TcpPeers {
   bool HasPending(Peer* peer);
   void Connect(Peer* peer);
   void OnConnected(Peer* peer);
+  // With a secret: reads what the socket has of the challenge.
+  void ReadChallenge(Peer* peer);
+  // The connection can carry frames.
+  void OnReady(Peer* peer);
   // Closes the connection and schedules the next attempt.
   void Backoff(Peer* peer, int err = 0);
   // Writes as much as the socket takes. REQUIRES: peer connected.
@@ -139,6 +156,8 @@ class TcpPeers {
   Resolver resolver_;
   std::unique_ptr<char[]> drain_buf_;
   ConnectionLog conn_log_{options_};
+  std::unique_ptr<FrameAuthenticator> auth_;  // null: no secret
+  size_t tag_bytes_ = 0;                      // written after each frame
 };
 
 }  // namespace tcp

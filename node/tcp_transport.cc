@@ -16,6 +16,10 @@
 // Resource failures are survived, not fatal (see the halves). Every socket
 // has SO_KEEPALIVE and TCP_USER_TIMEOUT (dead_peer_timeout_ms), so a peer
 // gone without a reset breaks its connections instead of leaving them open.
+//
+// With TcpTransportOptions::cluster_secret set, every frame is authenticated
+// (node/frame_auth.h): the receiver challenges each accepted connection with
+// a nonce and the sender tags each frame with its HMAC.
 #include <errno.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -32,6 +36,7 @@
 #include <unordered_set>
 
 #include "chorus/transport.h"
+#include "node/frame_auth.h"
 #include "node/tcp_epoll.h"
 #include "node/tcp_incoming.h"
 #include "node/tcp_peers.h"
@@ -84,6 +89,10 @@ class TcpTransportImpl : public TcpTransport {
   // Creates the epoll and eventfd descriptors (before any Send can wake).
   Status Init() {
     Status s = epoll_.Init();
+    if (!s.ok()) return s;
+    s = peers_.Init();
+    if (!s.ok()) return s;
+    s = incoming_.Init();
     if (!s.ok()) return s;
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) return Status::FromErrno("eventfd", errno);
@@ -243,6 +252,8 @@ Status ValidateTcpTransportOptions(const TcpTransportOptions& o) {
   s = ValidateBook(o.nodes, &o.self);
   if (!s.ok()) return s;
   if (o.max_frame_bytes == 0) return Status::InvalidArgument("max_frame_bytes is 0");
+  s = ValidateClusterSecret(o.cluster_secret);
+  if (!s.ok()) return s;
   if (o.reconnect_min_ms <= 0 || o.reconnect_max_ms < o.reconnect_min_ms) {
     return Status::InvalidArgument("reconnect backoff needs 0 < reconnect_min_ms <= "
                                    "reconnect_max_ms (got " +

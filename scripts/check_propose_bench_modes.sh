@@ -7,6 +7,7 @@
 #   --election --node0_role=master      clients on the master
 #   --election --reads --node0_role=master     lease reads
 #   --election --reads --node0_role=follower   read-index reads
+#   --election --secret --node0_role=master    over the authenticated transport
 #   scripts/check_propose_bench_modes.sh PROPOSE_BENCH
 set -uo pipefail
 prog=${1:?usage: check_propose_bench_modes.sh PROPOSE_BENCH}
@@ -30,10 +31,12 @@ if "--node0_role=master" in args:
 if "--node0_role=follower" in args:
     assert o["node0_is_master"] == 0, o
 assert o["op"] == ("read" if "--reads" in args else "propose"), o
+assert o["secret"] is ("--secret" in args), o
 PY
 }
 check --election --clients_on=all --clients=6
 check --election --node0_role=master --clients=4
 check --election --reads --node0_role=master --clients=2
 check --election --reads --node0_role=follower --clients=2
+check --election --secret --node0_role=master --clients=4
 exit 0

@@ -12,6 +12,7 @@ PACKAGES=(build-essential cmake pkg-config ccache
           libgtest-dev libgmock-dev libgflags-dev
           redis-tools curl
           iproute2 nftables  # the nemesis (unittest/nemesis): ip netns, nft
+          libssl-dev  # libcrypto: HMAC-SHA256 of the authenticated transport
           prometheus-cpp-dev)  # chorus_prometheus (/metrics; optional for the library)
 if [ "${1:-}" = "--fuzz" ]; then
   PACKAGES+=(clang-14 libclang-rt-14-dev)

@@ -146,6 +146,7 @@ void AddTransport(const TransportMetrics& t, Families* f) {
   const std::pair<const char*, uint64_t> drops[] = {
       {"corrupt", t.dropped_corrupt},           {"too_large", t.dropped_too_large},
       {"foreign_cluster", t.dropped_foreign_cluster}, {"non_member", t.dropped_non_member},
+      {"bad_mac", t.dropped_bad_mac},
       {"queue_full", t.dropped_queue_full},     {"misrouted", t.misrouted}};
   for (const auto& [reason, n] : drops) {
     f->Counter("transport_dropped_total", kDrops, {{"reason", reason}}, n);
@@ -154,6 +155,9 @@ void AddTransport(const TransportMetrics& t, Families* f) {
   f->Counter("transport_disconnects_total", "Established connections lost (reconnects follow)",
              none, t.disconnects);
   f->Counter("transport_connect_timeouts_total", "Connects abandoned", none, t.connect_timeouts);
+  f->Counter("transport_auth_challenge_failures_total",
+             "Outgoing connections without a valid challenge (cluster_secret)", none,
+             t.auth_challenge_failures);
   f->Counter("transport_connections_timed_out_total", "Broken by the dead-peer detection", none,
              t.connections_timed_out);
   f->Counter("transport_connections_closed_on_error_total", "Incoming closed for a bad frame",

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "unittest/support/test_util.h"
+#include "unittest/support/transport_inbox.h"
 
 #include <atomic>
 #include <chrono>
@@ -30,6 +31,7 @@ namespace {
 
 using testing::CountOpenFds;
 using testing::FreePort;
+using testing::Inbox;
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -40,36 +42,6 @@ constexpr uint64_t kCluster = 4242;
 constexpr auto kDeadline = seconds(30);
 
 bool WaitUntil(const std::function<bool()>& pred) { return testing::WaitUntil(pred, kDeadline); }
-
-// Collects what a transport receives.
-class Inbox {
- public:
-  Transport::Receiver receiver() {
-    return [this](uint64_t from, std::string msg) {
-      std::lock_guard<std::mutex> l(mu_);
-      messages_.emplace_back(from, std::move(msg));
-    };
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> l(mu_);
-    return messages_.size();
-  }
-  std::vector<std::pair<uint64_t, std::string>> Take() {
-    std::lock_guard<std::mutex> l(mu_);
-    return messages_;
-  }
-  bool Contains(const std::string& msg) {
-    std::lock_guard<std::mutex> l(mu_);
-    for (auto& m : messages_) {
-      if (m.second == msg) return true;
-    }
-    return false;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::pair<uint64_t, std::string>> messages_;  // GUARDED_BY(mu_)
-};
 
 class TcpTransportTest : public ::testing::Test {
  protected:

@@ -152,12 +152,14 @@ struct TransportMetrics {
   uint64_t dropped_too_large = 0;
   uint64_t dropped_foreign_cluster = 0;
   uint64_t dropped_non_member = 0;
+  uint64_t dropped_bad_mac = 0;         // cluster_secret: HMAC did not verify
   uint64_t dropped_queue_full = 0;      // sends dropped: the peer's queue was full
   // Outgoing connections: established, and lost after being established
   // (each loss is followed by a reconnect attempt).
   uint64_t connects = 0;
   uint64_t disconnects = 0;
   uint64_t connect_timeouts = 0;
+  uint64_t auth_challenge_failures = 0;  // cluster_secret: no or bad challenge
   uint64_t connections_timed_out = 0;   // dead-peer detection
   uint64_t connections_closed_on_error = 0;
   uint64_t connections_rejected_over_limit = 0;

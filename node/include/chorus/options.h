@@ -95,6 +95,25 @@ struct Options {
   // the protocol tolerates (it retries). Default 256 MiB; must be at least
   // max_frame_bytes so that one largest message always fits.
   size_t max_inbound_queue_bytes = 256u << 20;
+  // A secret shared by every member (any bytes; at least 16, e.g. 32 random
+  // bytes from a secrets store): the TCP transport then authenticates every
+  // frame with HMAC-SHA256 under it, bound to its connection and its place
+  // on it, so that a process that can reach a node's port cannot speak for a
+  // member (forge its node id), replay captured frames (on a new connection
+  // or the same one), or join from another cluster that has another secret.
+  // Frames that fail are dropped, counted (TransportStats /
+  // TransportMetrics dropped_bad_mac) and close their connection. Frames are
+  // not encrypted: this is authentication, not secrecy. Design and threat
+  // model: node/frame_auth.h. Turn it on whenever the nodes' ports can be
+  // reached by anything but the members (a shared network, a cloud VPC, a
+  // host with other tenants); loopback-only test clusters do not need it.
+  // Every member needs the same secret: a node with another one, or none,
+  // is refused both ways. Cost: one HMAC-SHA256 per frame on each side, 32
+  // bytes per frame and one short challenge per connection; propose_bench
+  // measured it (README, "Authenticated transport"). Default empty: off,
+  // and the wire is exactly as without it. Only for the built-in transport:
+  // Open refuses it together with `transport`.
+  std::string cluster_secret;
 
   // ---- Proposals ----
   // How long Propose waits for its value to be chosen and executed before

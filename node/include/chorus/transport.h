@@ -131,6 +131,12 @@ struct TcpTransportOptions {
   std::vector<NodeInfo> nodes;
   // Frames carry the cluster id; frames of another cluster are dropped.
   uint64_t cluster_id = 0;
+  // Authenticates every frame with HMAC-SHA256 under this secret, with
+  // replay protection (see Options::cluster_secret; the design is in
+  // node/frame_auth.h). Empty (the default): off, and the wire is as without
+  // it. When set, at least 16 bytes, and the same on every member: a node
+  // with another secret, or none, is refused both ways.
+  std::string cluster_secret;
   // Largest payload accepted or sent, in bytes. Default 64 MiB.
   uint32_t max_frame_bytes = 64u << 20;
   // Reconnect backoff after a failed connect or a lost connection: starts at
@@ -183,6 +189,10 @@ struct TransportStats {
   // The identity checks run on the header, before its payload is read.
   uint64_t frames_dropped_foreign_cluster = 0;
   uint64_t frames_dropped_non_member = 0;
+  // With a cluster secret: frames whose HMAC did not verify (forged, made
+  // with another secret, replayed, or from a node without the secret); each
+  // closes its connection.
+  uint64_t frames_dropped_bad_mac = 0;
   uint64_t sends_dropped_queue_full = 0;
   // Incoming connections closed for a bad frame (any of the drops above).
   uint64_t connections_closed_on_error = 0;
@@ -197,6 +207,10 @@ struct TransportStats {
   uint64_t connections_closed_epoll_error = 0;
   // Outgoing connects abandoned after connect_timeout_ms.
   uint64_t connect_timeouts = 0;
+  // With a cluster secret: outgoing connections closed because the peer's
+  // challenge (its connection nonce) was malformed or did not arrive within
+  // connect_timeout_ms (a peer without the secret sends none).
+  uint64_t auth_challenge_failures = 0;
   // Connections broken by the dead-peer detection (ETIMEDOUT: keepalive
   // probes or TCP_USER_TIMEOUT expired).
   uint64_t connections_timed_out = 0;
