@@ -1,7 +1,11 @@
 // Fuzzes the TCP frame decoder (node/frame.h) the way tcp_incoming uses it:
 // a byte stream, read in chunks, through the header check (magic, length
 // limit, cluster id, sender membership) and the crc32c over header and
-// payload. Input: byte 0 picks the chunk size (1..256); the rest is the
+// payload. Input: byte 0's low 7 bits pick the chunk size (1..128), its top
+// bit the trailer mode of the authenticated transport (frame_auth.h): each
+// payload is then followed by kTrailer bytes that a FrameCheck accepts only
+// when byte i is (payload size + i) mod 256 (a rule the fuzzer can meet: the
+// decoder's trailer handling is under test here, not HMAC). The rest is the
 // stream. Properties (a break is __builtin_trap()):
 //   - the frames decoded are exactly the stream's prefix: re-encoding them
 //     gives those bytes back;
@@ -33,6 +37,27 @@ Status Check(uint64_t cluster_id, uint64_t sender) {
   return Status::OK();
 }
 
+constexpr size_t kTrailer = 8;
+
+std::string TrailerOf(size_t payload_size) {
+  std::string t(kTrailer, '\0');
+  for (size_t i = 0; i < kTrailer; ++i) t[i] = static_cast<char>((payload_size + i) & 0xff);
+  return t;
+}
+
+Status CheckTrailer(const char* header, const std::string& payload, const char* trailer) {
+  Require(header != nullptr);
+  if (std::string(trailer, kTrailer) != TrailerOf(payload.size())) {
+    return Status::Corruption("bad trailer");
+  }
+  return Status::OK();
+}
+
+FrameDecoder MakeDecoder(bool trailer) {
+  if (!trailer) return FrameDecoder(kMaxPayload, Check);
+  return FrameDecoder(kMaxPayload, Check, kTrailer, CheckTrailer);
+}
+
 }  // namespace
 }  // namespace chorus
 
@@ -41,10 +66,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using chorus::FrameDecoder;
   using chorus::Status;
   if (size == 0) return 0;
-  const size_t chunk = 1 + data[0];
+  const size_t chunk = 1 + (data[0] & 0x7f);
+  const bool trailer = (data[0] & 0x80) != 0;
   const std::string stream(reinterpret_cast<const char*>(data + 1), size - 1);
 
-  FrameDecoder chunked(chorus::kMaxPayload, chorus::Check);
+  FrameDecoder chunked = chorus::MakeDecoder(trailer);
   std::vector<Frame> frames;
   Status s;
   size_t fed = 0;
@@ -66,11 +92,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     chorus::Require(f.cluster_id == chorus::kCluster && f.sender >= 1 && f.sender <= 3);
     chorus::Require(f.payload.size() <= chorus::kMaxPayload);
     encoded += chorus::EncodeFrame(f.cluster_id, f.sender, f.payload);
+    if (trailer) encoded += chorus::TrailerOf(f.payload.size());
   }
   chorus::Require(stream.compare(0, encoded.size(), encoded) == 0);
   if (s.ok()) chorus::Require(chunked.idle() == (encoded.size() == stream.size()));
 
-  FrameDecoder whole(chorus::kMaxPayload, chorus::Check);
+  FrameDecoder whole = chorus::MakeDecoder(trailer);
   std::vector<Frame> at_once;
   const Status w = whole.Consume(stream.data(), stream.size(), &at_once);
   chorus::Require(w.code() == s.code());

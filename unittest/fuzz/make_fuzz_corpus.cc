@@ -289,6 +289,19 @@ bool WriteFrames(const std::string& root) {
   std::string too_large = EncodeFrameHeader(7, 1, "");
   EncodeFixed32(&too_large[4], (1u << 20) + 1);
   ok = ok && w.Add(Byte(28) + too_large);
+  // Trailer mode (byte 0's top bit): each payload is followed by the 8
+  // bytes frame_fuzz.cc's FrameCheck accepts, byte i = (payload size + i).
+  auto trailer = [](size_t payload_size) {
+    std::string t(8, '\0');
+    for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<char>((payload_size + i) & 0xff);
+    return t;
+  };
+  ok = ok && w.Add(Byte(0x80 | 4) + EncodeFrame(7, 1, "hello") + trailer(5) + EncodeFrame(7, 2, "") +
+                   trailer(0));
+  std::string bad_trailer = trailer(2);
+  bad_trailer[3] ^= 1;
+  ok = ok && w.Add(Byte(0x80 | 9) + EncodeFrame(7, 3, paxos_payload) + trailer(paxos_payload.size()) +
+                   EncodeFrame(7, 2, "ok") + bad_trailer);
   return ok;
 }
 
