@@ -30,10 +30,10 @@ struct TcpPeers::Peer {
   NodeInfo info;      // immutable: another address is another Peer
   uint64_t slot = 0;  // its epoll tag index; immutable, never reused
 
-  std::mutex mu;
-  std::deque<OutFrame> queue;  // GUARDED_BY(mu)
-  // Bytes in `queue` plus bytes in `sending`. GUARDED_BY(mu)
-  size_t queued_bytes = 0;
+  Mutex mu;
+  std::deque<OutFrame> queue GUARDED_BY(mu);
+  // Bytes in `queue` plus bytes in `sending`.
+  size_t queued_bytes GUARDED_BY(mu) = 0;
 
   // The rest is owned by the loop thread.
   enum class State { kIdle, kResolving, kConnecting, kConnected };
@@ -60,7 +60,7 @@ TcpPeers::TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* c
       wake_(std::move(wake)),
       resolver_(wake_),
       drain_buf_(new char[kReadChunk]) {
-  std::unique_lock<std::shared_mutex> l(book_mu_);
+  WriterMutexLock l(&book_mu_);
   for (const NodeInfo& n : options_.nodes) {
     if (n.id() != self_id_) book_[n.id()] = NewPeer(n);
   }
@@ -82,7 +82,7 @@ Status TcpPeers::Enqueue(uint64_t to, std::string message) {
   frame.header = EncodeFrameHeader(options_.cluster_id, self_id_, message);
   frame.payload = std::move(message);
   // Shared: Sends from many threads go on together; SetBook waits for them.
-  std::shared_lock<std::shared_mutex> bl(book_mu_);
+  ReaderMutexLock bl(&book_mu_);
   // The wake happens under the locks: Stop() passes through book_mu_ after
   // setting the stop flag (Barrier), so no Enqueue can wake the loop once
   // Stop goes on to close the wake descriptor.
@@ -92,7 +92,7 @@ Status TcpPeers::Enqueue(uint64_t to, std::string message) {
     return Status::InvalidArgument("node " + std::to_string(to) + " is not a member");
   }
   Peer* peer = it->second.get();
-  std::lock_guard<std::mutex> l(peer->mu);
+  MutexLock l(&peer->mu);
   if (peer->queued_bytes + frame.size() > options_.max_queued_bytes_per_peer) {
     // The peer is slow or down; the protocol retries.
     Counters::Add(&counters_->sends_dropped_queue_full);
@@ -106,7 +106,7 @@ Status TcpPeers::Enqueue(uint64_t to, std::string message) {
 }
 
 Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {
-  std::unique_lock<std::shared_mutex> bl(book_mu_);
+  WriterMutexLock bl(&book_mu_);
   if (stop_->load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
   Book next;
   bool changed = false;
@@ -129,18 +129,19 @@ Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {
     // Moved: what waits for it goes to the new address.
     std::shared_ptr<Peer> moved = NewPeer(n);
     {
-      std::lock_guard<std::mutex> l(was->mu);
+      MutexLock l(&was->mu);
+      MutexLock ml(&moved->mu);  // not shared yet: uncontended
       for (const OutFrame& f : was->queue) was->queued_bytes -= f.size();
       moved->queue.swap(was->queue);
+      for (const OutFrame& f : moved->queue) moved->queued_bytes += f.size();
     }
-    for (const OutFrame& f : moved->queue) moved->queued_bytes += f.size();
     next[id] = std::move(moved);
     changed = true;
   }
   for (auto& [id, peer] : book_) {
     if (next.count(id) != 0) continue;
     // Removed: its frames are dropped (the loop closes its connection).
-    std::lock_guard<std::mutex> l(peer->mu);
+    MutexLock l(&peer->mu);
     for (const OutFrame& f : peer->queue) peer->queued_bytes -= f.size();
     peer->queue.clear();
     changed = true;
@@ -155,11 +156,11 @@ Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {
 
 bool TcpPeers::IsMember(uint64_t sender) const {
   if (sender == self_id_) return true;
-  std::shared_lock<std::shared_mutex> bl(book_mu_);
+  ReaderMutexLock bl(&book_mu_);
   return book_.count(sender) != 0;
 }
 
-void TcpPeers::Barrier() { std::unique_lock<std::shared_mutex> bl(book_mu_); }
+void TcpPeers::Barrier() { WriterMutexLock bl(&book_mu_); }
 
 void TcpPeers::CloseAll() {
   resolver_.Stop();
@@ -169,7 +170,7 @@ void TcpPeers::CloseAll() {
 void TcpPeers::ApplyBook() {
   std::vector<std::shared_ptr<Peer>> current;
   {
-    std::shared_lock<std::shared_mutex> bl(book_mu_);
+    ReaderMutexLock bl(&book_mu_);
     applied_version_ = book_version_.load(std::memory_order_relaxed);
     for (auto& entry : book_) current.push_back(entry.second);
   }
@@ -254,7 +255,7 @@ int TcpPeers::Service() {
 
 bool TcpPeers::HasPending(Peer* peer) {
   if (!peer->sending.empty()) return true;
-  std::lock_guard<std::mutex> l(peer->mu);
+  MutexLock l(&peer->mu);
   return !peer->queue.empty();
 }
 
@@ -374,7 +375,7 @@ void TcpPeers::OnEvent(uint64_t index, uint32_t events) {
 void TcpPeers::Flush(Peer* peer) {
   while (true) {
     if (peer->sending.empty()) {
-      std::lock_guard<std::mutex> l(peer->mu);
+      MutexLock l(&peer->mu);
       peer->sending.swap(peer->queue);
     }
     if (peer->sending.empty()) break;
@@ -423,7 +424,7 @@ void TcpPeers::Flush(Peer* peer) {
     peer->front_offset = written;
     if (done_frames > 0) {
       Counters::Add(&counters_->frames_sent, done_frames);
-      std::lock_guard<std::mutex> l(peer->mu);
+      MutexLock l(&peer->mu);
       peer->queued_bytes -= done_bytes;
     }
   }
