@@ -11,10 +11,6 @@
 # the input that did it is kept in build-fuzz/crashes/<target>/ (replay it:
 # build-fuzz/unittest/fuzz/<target> FILE).
 #   scripts/fuzz.sh --corpus           rewrites the seed corpus (make_fuzz_corpus)
-# CHORUS_THREAD_SAFETY=1 also compiles the chorus library in the same build
-# with clang's -Wthread-safety -Werror=thread-safety (CMake option
-# CHORUS_THREAD_SAFETY): CI's one thread-safety build, sharing this one's
-# compiler and the objects both need.
 # Installs clang-14 and libclang-rt-14-dev when missing (scripts/install_deps.sh --fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,16 +21,10 @@ SECONDS_PER_TARGET=${FUZZ_SECONDS:-20}
 ALL_TARGETS=(frame_fuzz paxos_message_fuzz paxos_recovery_fuzz value_codec_fuzz log_record_fuzz
              wal_tail_fuzz resp_fuzz)
 
-build_targets="fuzz_targets make_fuzz_corpus"
-thread_safety=OFF
-if [ "${CHORUS_THREAD_SAFETY:-0}" = "1" ]; then
-  build_targets="$build_targets chorus"
-  thread_safety=ON
-fi
-echo "== fuzz: build (clang-14, -fsanitize=fuzzer,address,undefined; thread-safety $thread_safety) =="
-CC=clang-14 CXX=clang++-14 TARGETS="$build_targets" \
+echo "== fuzz: build (clang-14, -fsanitize=fuzzer,address,undefined) =="
+CC=clang-14 CXX=clang++-14 TARGETS="fuzz_targets make_fuzz_corpus" \
   scripts/build.sh "$BUILD_DIR" -DCHORUS_FUZZ=ON -DCHORUS_BUILD_TESTS=OFF \
-  -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=ON -DCHORUS_THREAD_SAFETY=$thread_safety
+  -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=ON
 BIN="$BUILD_DIR/unittest/fuzz"
 # Where a target's binary and seed corpus live: unittest/fuzz, except the kv
 # sample's RESP parser (sample/kv/fuzz). Only fuzz_targets is built, so the
