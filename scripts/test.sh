@@ -10,16 +10,20 @@
 #             (-DCHORUS_SANITIZE=address,undefined), and runs the whole ctest
 #             suite under it except the nemesis: unit, paxos, simulation,
 #             in-process cluster, install, samples' cluster scripts, benches'
-#             smoke entries. This is also the -Werror build.
+#             smoke entries, and a few seeds of each simulation mode (the seed
+#             sweeps, label sim, run 12x slower there: see clang). This is
+#             also the -Werror build.
 #   nemesis   ctest -L nemesis on build-asan: the seeded fault runs over real
 #             kv_server processes (needs root, ip, nft).
 #   tsan      builds the threaded tests in build-tsan with ThreadSanitizer and
 #             runs them (labels utils, node: runtime, transport, log,
 #             in-process cluster; kv: the kv sample's store, sessions and
 #             server threads).
-#   thread-safety  clang-14 in build-tsa compiles the library (chorus,
-#             chorus_paxos, chorus_utils) with -DCHORUS_THREAD_SAFETY=ON: a
-#             lock annotation (utils/mutex.h) the code breaks is an error.
+#   clang     clang-14 in build-clang compiles the library (chorus,
+#             chorus_paxos, chorus_utils) and the simulation with
+#             -DCHORUS_THREAD_SAFETY=ON (a lock annotation of utils/mutex.h
+#             the code breaks is an error), then runs the simulation's seed
+#             sweeps (ctest -L sim) in full, uninstrumented.
 #   fuzz      clang-14 in build-fuzz: the libFuzzer targets, each run for
 #             FUZZ_SECONDS (default 15) on its seed corpus (scripts/fuzz.sh).
 # CHORUS_STAGES="asan tsan" runs only those stages (default: all, in order).
@@ -30,7 +34,7 @@ scripts/install_deps.sh
 
 JOBS=${JOBS:-$(nproc)}
 export CHORUS_WERROR=${CHORUS_WERROR:-1}
-STAGES=${CHORUS_STAGES:-tiers asan nemesis tsan thread-safety fuzz}
+STAGES=${CHORUS_STAGES:-tiers asan nemesis tsan clang fuzz}
 
 # Per stage: wall seconds, and the CPU seconds (user + sys) of everything it
 # ran. On a shared or loaded machine the wall time says little; CPU / cores
@@ -96,8 +100,16 @@ if wanted asan; then
   begin asan-build "everything with ASan+UBSan, -Werror (build-asan)"
   scripts/build.sh build-asan "${ASAN_BUILD[@]}"
   end
-  begin asan-ctest "the whole suite but the nemesis under ASan+UBSan"
-  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 600 -LE '^nemesis$'
+  begin asan-ctest "the whole suite but the nemesis and the seed sweeps under ASan+UBSan"
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 600 -LE '^(nemesis|sim)$'
+  # The simulation's seed sweeps are CPU-bound and run 12x slower under
+  # ASan+UBSan (-O1): they run in full in the clang stage; here a few seeds of
+  # each mode take the simulated cluster through the sanitizers.
+  for mode in "" --master_election --clocks --checkpoints --membership --mixed_options; do
+    for nodes in 3 5; do
+      build-asan/unittest/sim/paxos_sim --nodes=$nodes --seeds=20 --steps=2000 $mode | tail -n 1
+    done
+  done
   end
 fi
 
@@ -119,14 +131,17 @@ if wanted tsan; then
   end
 fi
 
-if wanted thread-safety; then
-  begin thread-safety "clang-14 -Wthread-safety -Werror=thread-safety on the library (build-tsa)"
+if wanted clang; then
+  begin clang-build "clang-14 -Wthread-safety -Werror=thread-safety: library + simulation (build-clang)"
   scripts/install_deps.sh --fuzz  # clang-14
-  # Only the analysis is wanted, not the code: -O0 and no debug info keep
-  # the compile cheap (an instrumented fuzz build of node/ would cost ~10x).
-  CC=clang-14 CXX=clang++-14 BUILD_TYPE=Debug TARGETS=chorus scripts/build.sh build-tsa \
-    -DCHORUS_THREAD_SAFETY=ON -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCHORUS_BUILD_TESTS=OFF \
+  # Not instrumented and without debug info: the analysis is a compile-time
+  # check, and the simulation's seed sweeps want speed.
+  CC=clang-14 CXX=clang++-14 TARGETS="chorus paxos_sim sim_test" scripts/build.sh build-clang \
+    -DCHORUS_THREAD_SAFETY=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
     -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=OFF
+  end
+  begin sim "the simulation's seed sweeps (label sim) on build-clang"
+  ctest --test-dir build-clang --output-on-failure -j "$JOBS" --timeout 600 -L '^sim$'
   end
 fi
 
