@@ -10,7 +10,7 @@ AddressBook::AddressBook(const Options& options, int group_count)
   for (const NodeInfo& n : options.join) fixed_[n.id()] = n;
   for (const NodeInfo& n : options.nodes) fixed_[n.id()] = n;
   fixed_[options.self.id()] = options.self;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   RebuildLocked();
 }
 
@@ -24,7 +24,7 @@ bool AddressBook::SetGroup(uint32_t group, const paxos::Membership& membership) 
       if (ParseMemberAddress(m.id, m.address, &n).ok()) recorded[m.id] = n;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (group >= groups_.size() || groups_[group] == recorded) return false;
   groups_[group] = std::move(recorded);
   const std::map<uint64_t, NodeInfo> before = book_;
@@ -41,7 +41,7 @@ void AddressBook::RebuildLocked() {
 }
 
 bool AddressBook::Find(uint64_t id, NodeInfo* node) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = book_.find(id);
   if (it == book_.end()) return false;
   *node = it->second;
@@ -49,7 +49,7 @@ bool AddressBook::Find(uint64_t id, NodeInfo* node) const {
 }
 
 std::vector<NodeInfo> AddressBook::Peers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<NodeInfo> out;
   out.reserve(book_.size());
   for (const auto& [id, n] : book_) out.push_back(n);

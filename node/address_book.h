@@ -15,12 +15,12 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <vector>
 
 #include "chorus/options.h"
 #include "chorus/transport.h"
 #include "paxos/membership.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -41,14 +41,14 @@ class AddressBook {
   std::vector<NodeInfo> Peers() const;
 
  private:
-  void RebuildLocked();
+  void RebuildLocked() REQUIRES(mu_);
 
   std::map<uint64_t, NodeInfo> fixed_;  // Options::nodes and join; read-only
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // Per group: id -> address its kept configurations record (newest wins).
-  std::vector<std::map<uint64_t, NodeInfo>> groups_;  // GUARDED_BY(mu_)
-  std::map<uint64_t, NodeInfo> book_;                  // GUARDED_BY(mu_)
+  std::vector<std::map<uint64_t, NodeInfo>> groups_ GUARDED_BY(mu_);
+  std::map<uint64_t, NodeInfo> book_ GUARDED_BY(mu_);
 };
 
 }  // namespace chorus

@@ -28,10 +28,10 @@ Status CatchupReader::Start() {
 
 bool CatchupReader::Submit(uint32_t group, LogStorage* log, const paxos::CatchupRead& read) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!stopping_ && queue_.size() < max_queued_) {
       queue_.push_back(Job{group, log, read});
-      wake_.notify_one();
+      wake_.Signal();
       return true;
     }
   }
@@ -40,15 +40,15 @@ bool CatchupReader::Submit(uint32_t group, LogStorage* log, const paxos::Catchup
 }
 
 void CatchupReader::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  MutexLock stop_lock(&stop_mu_);
   size_t dropped = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     dropped = queue_.size();
     queue_.clear();
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   dropped_.fetch_add(dropped, std::memory_order_relaxed);
   if (thread_.joinable()) thread_.join();
 }
@@ -57,8 +57,8 @@ void CatchupReader::Run() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      wake_.Wait(&mu_, [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
       job = std::move(queue_.front());
       queue_.pop_front();

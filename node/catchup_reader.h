@@ -28,11 +28,9 @@
 #define CHORUS_NODE_CATCHUP_READER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <thread>
 
 #include "chorus/log_storage.h"
@@ -40,6 +38,7 @@
 #include "chorus/transport.h"
 #include "paxos/outputs.h"
 #include "utils/logging.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -92,12 +91,12 @@ class CatchupReader {
   Logger* const logger_;
   const size_t max_queued_;
 
-  std::mutex mu_;
-  std::condition_variable wake_;  // queue_ non-empty, or stopping_
-  std::deque<Job> queue_;         // GUARDED_BY(mu_); at most max_queued_ jobs
-  bool stopping_ = false;         // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar wake_;  // queue_ non-empty, or stopping_
+  std::deque<Job> queue_ GUARDED_BY(mu_);  // at most max_queued_ jobs
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;            // started by Start, joined by Stop
-  std::mutex stop_mu_;            // serialises Stop (the join)
+  Mutex stop_mu_;            // serialises Stop (the join)
 
   std::atomic<uint64_t> served_{0};
   std::atomic<uint64_t> dropped_{0};

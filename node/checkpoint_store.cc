@@ -93,6 +93,8 @@ Status CheckpointStore::Open(const std::string& dir, uint64_t cluster_id, uint32
 }
 
 Status CheckpointStore::Load() {
+  // No other thread has the store yet: the lock is uncontended.
+  MutexLock lock(&mu_);
   std::vector<std::string> names;
   Status s = ListDir(dir_, &names);
   if (!s.ok()) return s.Annotate("checkpoint store");
@@ -154,19 +156,19 @@ Status CheckpointStore::Inspect(const std::string& name, uint64_t instance,
 }
 
 Status CheckpointStore::Newest(CheckpointManifest* m) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (index_.empty()) return Status::NotFound("no checkpoint stored in " + dir_);
   *m = index_.rbegin()->second.manifest;
   return Status::OK();
 }
 
 uint64_t CheckpointStore::newest_instance() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return index_.empty() ? 0 : index_.rbegin()->first;
 }
 
 Status CheckpointStore::Get(uint64_t instance, CheckpointManifest* m) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = index_.find(instance);
   if (it == index_.end()) {
     return Status::NotFound("checkpoint " + std::to_string(instance) + " is not stored in " + dir_);
@@ -260,7 +262,7 @@ Status CheckpointStore::Commit(const std::string& staging_dir, CheckpointManifes
   std::vector<std::string> doomed;
   bool committed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!index_.empty() && index_.rbegin()->first >= m->instance) {
       // Already as new (a transfer of what this node made itself, or a
       // repeat): keep the stored one, it is complete.
@@ -323,7 +325,7 @@ void CheckpointStore::RemoveAll(const std::vector<std::string>& doomed) {
 }
 
 Status CheckpointStore::Pin(uint64_t instance) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = index_.find(instance);
   if (it == index_.end()) {
     return Status::NotFound("checkpoint " + std::to_string(instance) + " is not stored in " + dir_);
@@ -335,7 +337,7 @@ Status CheckpointStore::Pin(uint64_t instance) {
 void CheckpointStore::Unpin(uint64_t instance) {
   std::vector<std::string> doomed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = index_.find(instance);
     if (it == index_.end() || it->second.pins == 0) return;
     --it->second.pins;

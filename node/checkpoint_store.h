@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +32,7 @@
 #include "chorus/status.h"
 #include "node/fs_util.h"
 #include "utils/logging.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -155,7 +155,7 @@ class CheckpointStore {
   Status MakeTempDir(const char* prefix, std::string* path);
   // Under mu_: moves the checkpoints that may go (older than the newest and
   // unpinned; damaged ones once a good one exists) from the index to *doomed.
-  void CollectLocked(std::vector<std::string>* doomed);
+  void CollectLocked(std::vector<std::string>* doomed) REQUIRES(mu_);
   void RemoveAll(const std::vector<std::string>& doomed);
 
   struct Entry {
@@ -170,9 +170,9 @@ class CheckpointStore {
   std::atomic<uint64_t> temp_seq_{0};
   std::atomic<uint64_t> commits_{0};
 
-  mutable std::mutex mu_;
-  std::map<uint64_t, Entry> index_;    // GUARDED_BY(mu_): the complete checkpoints
-  std::set<std::string> damaged_;      // GUARDED_BY(mu_): dir names Open skipped
+  mutable Mutex mu_;
+  std::map<uint64_t, Entry> index_ GUARDED_BY(mu_);  // the complete checkpoints
+  std::set<std::string> damaged_ GUARDED_BY(mu_);  // dir names Open skipped
 };
 
 // "sm<id>", the directory of state machine `id` inside a checkpoint.

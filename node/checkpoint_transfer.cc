@@ -59,9 +59,9 @@ Status CheckpointTransfer::Start() {
 }
 
 void CheckpointTransfer::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  MutexLock stop_lock(&stop_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_ && !receive_thread_.joinable() && !send_thread_.joinable()) return;
     stopping_ = true;
     dropped_.fetch_add(receive_jobs_.size() + send_jobs_.size(), std::memory_order_relaxed);
@@ -69,8 +69,8 @@ void CheckpointTransfer::Stop() {
     receive_bytes_ = 0;
     send_jobs_.clear();
   }
-  receive_wake_.notify_all();
-  send_wake_.notify_all();
+  receive_wake_.SignalAll();
+  send_wake_.SignalAll();
   if (receive_thread_.joinable()) receive_thread_.join();
   if (send_thread_.joinable()) send_thread_.join();
   // Both threads are gone: this thread owns their state now.
@@ -88,17 +88,17 @@ CheckpointTransfer::GroupState* CheckpointTransfer::FindGroup(uint32_t group) co
   return it == groups_.end() ? nullptr : it->second.get();
 }
 
-bool CheckpointTransfer::Push(std::deque<Job>* queue, std::condition_variable* wake, Job job,
+bool CheckpointTransfer::Push(std::deque<Job>* queue, CondVar* wake, Job job,
                               size_t max) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const size_t bytes = job.msg.data.size();
     const bool fits = queue != &receive_jobs_ || receive_bytes_ == 0 ||
                       receive_bytes_ + bytes <= kMaxReceiveBytes;
     if (!stopping_ && queue->size() < max && fits) {
       if (queue == &receive_jobs_) receive_bytes_ += bytes;
       queue->push_back(std::move(job));
-      wake->notify_one();
+      wake->Signal();
       return true;
     }
   }
@@ -207,14 +207,14 @@ CheckpointTransferStats CheckpointTransfer::stats() const {
   return s;
 }
 
-int CheckpointTransfer::TakeJob(std::deque<Job>* queue, std::condition_variable* wake,
+int CheckpointTransfer::TakeJob(std::deque<Job>* queue, CondVar* wake,
                                 Clock::time_point next, Job* job) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto ready = [&] { return stopping_ || !queue->empty(); };
+  MutexLock lock(&mu_);
+  auto ready = [&]() REQUIRES(mu_) { return stopping_ || !queue->empty(); };
   if (next == Clock::time_point::max()) {
-    wake->wait(lock, ready);
+    wake->Wait(&mu_, ready);
   } else {
-    wake->wait_until(lock, next, ready);
+    wake->WaitUntil(&mu_, next, ready);
   }
   if (stopping_) return -1;
   if (queue->empty()) return 0;  // the deadline passed

@@ -29,13 +29,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +43,7 @@
 #include "node/checkpoint_store.h"
 #include "node/checkpoint_wire.h"
 #include "utils/logging.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -145,10 +144,10 @@ class CheckpointTransfer {
 
   bool pending(uint32_t group) const;
   GroupState* FindGroup(uint32_t group) const;
-  bool Push(std::deque<Job>* queue, std::condition_variable* wake, Job job, size_t max);
+  bool Push(std::deque<Job>* queue, CondVar* wake, Job job, size_t max);
   // Waits for a job of `queue` until `next` (max(): no deadline): 1 with
   // *job taken, 0 when the deadline passed, -1 when stopping.
-  int TakeJob(std::deque<Job>* queue, std::condition_variable* wake, Clock::time_point next,
+  int TakeJob(std::deque<Job>* queue, CondVar* wake, Clock::time_point next,
               Job* job);
   // A message of this node about group's transfer `transfer_id`.
   CheckpointMessage Header(CheckpointMessage::Type type, uint32_t group,
@@ -184,16 +183,16 @@ class CheckpointTransfer {
   // Filled by AddGroup before Start, read-only afterwards.
   std::map<uint32_t, std::unique_ptr<GroupState>> groups_;
 
-  std::mutex mu_;
-  std::condition_variable receive_wake_;  // receive_jobs_ non-empty, or stopping_
-  std::condition_variable send_wake_;     // send_jobs_ non-empty, or stopping_
-  std::deque<Job> receive_jobs_;          // GUARDED_BY(mu_)
-  size_t receive_bytes_ = 0;              // GUARDED_BY(mu_): CHUNK data in receive_jobs_
-  std::deque<Job> send_jobs_;             // GUARDED_BY(mu_)
-  bool stopping_ = false;                 // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar receive_wake_;  // receive_jobs_ non-empty, or stopping_
+  CondVar send_wake_;     // send_jobs_ non-empty, or stopping_
+  std::deque<Job> receive_jobs_ GUARDED_BY(mu_);
+  size_t receive_bytes_ GUARDED_BY(mu_) = 0;  // CHUNK data in receive_jobs_
+  std::deque<Job> send_jobs_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread receive_thread_;
   std::thread send_thread_;
-  std::mutex stop_mu_;  // serialises Stop (the joins)
+  Mutex stop_mu_;  // serialises Stop (the joins)
 
   // ---- Send thread only ----
   std::map<std::pair<uint32_t, uint64_t>, Serving> serving_;  // (group, peer)

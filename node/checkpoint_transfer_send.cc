@@ -112,9 +112,9 @@ void CheckpointTransfer::Throttle(size_t bytes) {
   tokens_ -= static_cast<double>(bytes);
   if (tokens_ >= 0) return;
   const auto wait = std::chrono::duration<double>(-tokens_ / static_cast<double>(rate));
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Stop cuts the wait short (the chunk then goes out or fails: harmless).
-  send_wake_.wait_for(lock, wait, [this] { return stopping_; });
+  send_wake_.WaitFor(&mu_, wait, [this]() REQUIRES(mu_) { return stopping_; });
 }
 
 void CheckpointTransfer::UnpinIdle(Clock::time_point now) {

@@ -25,10 +25,10 @@ Status CheckpointWorker::Start() {
 
 bool CheckpointWorker::Submit(std::function<void()> job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!stopping_ && queue_.size() < max_queued_) {
       queue_.push_back(std::move(job));
-      wake_.notify_one();
+      wake_.Signal();
       return true;
     }
   }
@@ -37,14 +37,14 @@ bool CheckpointWorker::Submit(std::function<void()> job) {
 }
 
 void CheckpointWorker::Stop() {
-  std::lock_guard<std::mutex> stop_lock(stop_mu_);
+  MutexLock stop_lock(&stop_mu_);
   std::deque<std::function<void()>> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     dropped.swap(queue_);
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   dropped_.fetch_add(dropped.size(), std::memory_order_relaxed);
   dropped.clear();  // destroyed outside mu_: a job's captures may take locks
   if (thread_.joinable()) thread_.join();
@@ -54,8 +54,8 @@ void CheckpointWorker::Run() {
   for (;;) {
     std::function<void()> job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      wake_.Wait(&mu_, [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
       job = std::move(queue_.front());
       queue_.pop_front();

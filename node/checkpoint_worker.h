@@ -15,15 +15,14 @@
 #define CHORUS_NODE_CHECKPOINT_WORKER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "chorus/status.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -57,12 +56,12 @@ class CheckpointWorker {
   void Run();
 
   const size_t max_queued_;
-  std::mutex mu_;
-  std::condition_variable wake_;             // queue_ non-empty, or stopping_
-  std::deque<std::function<void()>> queue_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;                    // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar wake_;             // queue_ non-empty, or stopping_
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;                       // started by Start, joined by Stop
-  std::mutex stop_mu_;                       // serialises Stop (the join)
+  Mutex stop_mu_;                       // serialises Stop (the join)
   std::atomic<uint64_t> completed_{0};
   std::atomic<uint64_t> dropped_{0};
 };

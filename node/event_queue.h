@@ -3,15 +3,14 @@
 #ifndef CHORUS_NODE_EVENT_QUEUE_H_
 #define CHORUS_NODE_EVENT_QUEUE_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "chorus/status.h"
 #include "paxos/outputs.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -53,7 +52,7 @@ class EventQueue {
  public:
   // Appends `event`. Returns false (and drops it) once the queue is closed.
   bool Push(Event event) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_) return false;
     PushLocked(std::move(event));
     return true;
@@ -64,7 +63,7 @@ class EventQueue {
   // then it is dropped and false returned. Dropping a message is always
   // safe: the protocol tolerates loss and retries.
   bool PushMessage(Event event, size_t max_bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_ || message_bytes_ >= max_bytes) return false;
     message_bytes_ += event.bytes.size();
     PushLocked(std::move(event));
@@ -75,10 +74,10 @@ class EventQueue {
   // moves every queued event (at most `max`) to *out. Returns false once the
   // queue is closed.
   bool TakeAll(std::deque<Event>* out, size_t max) {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     while (events_.empty() && !closed_) {
       consumer_waiting_ = true;
-      cv_.wait(lock);
+      cv_.Wait(&mu_);
       consumer_waiting_ = false;
     }
     if (closed_) return false;
@@ -100,38 +99,38 @@ class EventQueue {
 
   // Events queued and not taken yet (for tests).
   size_t size() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return events_.size();
   }
   bool closed() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return closed_;
   }
 
   // Closes the queue: Push fails from now on, TakeAll returns false, queued
   // events are dropped.
   void Close(std::deque<Event>* dropped = nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
     if (dropped != nullptr) dropped->swap(events_);
     events_.clear();
     message_bytes_ = 0;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 
  private:
-  void PushLocked(Event event) {
+  void PushLocked(Event event) REQUIRES(mu_) {
     events_.push_back(std::move(event));
     // Wake only a sleeping consumer: a busy loop sees the event on its next take.
-    if (consumer_waiting_) cv_.notify_one();
+    if (consumer_waiting_) cv_.Signal();
   }
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Event> events_;       // GUARDED_BY(mu_)
-  bool closed_ = false;            // GUARDED_BY(mu_)
-  bool consumer_waiting_ = false;  // GUARDED_BY(mu_)
-  size_t message_bytes_ = 0;       // GUARDED_BY(mu_): bytes of queued kMessage events
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Event> events_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;
+  bool consumer_waiting_ GUARDED_BY(mu_) = false;
+  size_t message_bytes_ GUARDED_BY(mu_) = 0;  // bytes of queued kMessage events
 };
 
 }  // namespace chorus

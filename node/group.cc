@@ -136,7 +136,7 @@ void Group::Stop() {
 
 Status Group::health() const {
   if (stopped_.load(std::memory_order_acquire)) return Status::Stopped("the node is stopped");
-  std::lock_guard<std::mutex> lock(health_mu_);
+  MutexLock lock(&health_mu_);
   return health_;
 }
 
@@ -223,7 +223,10 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   if (!s.ok()) return s;
   waiter->ticket = waiter->notifier->Prepare();
   if (ctx != nullptr) ctx->result = Status::OK();  // a reused ctx holds no stale result
-  waiter->ctx = ctx;
+  {
+    MutexLock lock(&waiter->mu);  // not shared yet: uncontended
+    waiter->ctx = ctx;
+  }
   waiter->enqueued = env_.runtime->Now();
   waiter->deadline = waiter->enqueued + std::chrono::milliseconds(timeout_ms);
   waiter->value.proposal_id = NextProposalId();
@@ -253,7 +256,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
     // The loop did not answer in time: stop it from using ctx from now on,
     // then take an answer that may have raced in.
     {
-      std::lock_guard<std::mutex> lock(waiter->mu);
+      MutexLock lock(&waiter->mu);
       waiter->abandoned = true;
     }
     s = waiter->notifier->WaitFor(0, &ignored);
@@ -437,7 +440,7 @@ void Group::Halt(const Status& why) {
   CHORUS_LOG(env_.logger, kError, "%s", why.ToString().c_str());
   halted_ = why;
   {
-    std::lock_guard<std::mutex> lock(health_mu_);
+    MutexLock lock(&health_mu_);
     health_ = why;
   }
   admission_->FailAll(why);

@@ -22,7 +22,6 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,6 +50,7 @@
 #include "paxos/core.h"
 #include "paxos/round.h"
 #include "utils/logging.h"
+#include "utils/mutex.h"
 #include "utils/notifier_pool.h"
 
 namespace chorus {
@@ -259,8 +259,8 @@ class Group {
   // The loop thread, so that Propose from inside Execute is refused instead
   // of waiting for itself.
   std::atomic<std::thread::id> loop_thread_id_{};
-  mutable std::mutex health_mu_;
-  Status health_;  // GUARDED_BY(health_mu_): copy of halted_ for other threads
+  mutable Mutex health_mu_;
+  Status health_ GUARDED_BY(health_mu_);  // copy of halted_ for other threads
 
   // ---- Loop thread only ----
   std::unique_ptr<GroupTimers> timers_;

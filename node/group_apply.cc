@@ -42,7 +42,7 @@ void Group::Apply(const paxos::ChosenValue& chosen) {
         executed.push_back(sm->first);
       }
       if (waiter != nullptr) {
-        std::lock_guard<std::mutex> lock(waiter->mu);
+        MutexLock lock(&waiter->mu);
         ExecuteContext* ctx = waiter->abandoned ? nullptr : waiter->ctx;
         // The application's result goes to its ctx, never into the Status
         // Propose returns (that one carries chorus's codes only).

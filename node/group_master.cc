@@ -12,7 +12,7 @@ GroupMaster::GroupMaster(const Options* options, uint32_t group, GroupTimers* ti
     : options_(options), group_(group), timers_(timers), book_(book) {}
 
 MasterSnapshot GroupMaster::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return shared_;
 }
 
@@ -42,7 +42,7 @@ void GroupMaster::Update(const MasterSnapshot& now) {
   const MasterSnapshot before = last_;
   last_ = now;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     shared_ = now;
   }
   // Stored first: a callback that asks GetMaster sees the new master.

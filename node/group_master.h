@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "chorus/options.h"
@@ -26,6 +25,7 @@
 #include "node/address_book.h"
 #include "node/group_timers.h"
 #include "node/proposal.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -108,8 +108,8 @@ class GroupMaster {
   GroupTimers* const timers_;
   const AddressBook* const book_;
 
-  mutable std::mutex mu_;
-  MasterSnapshot shared_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  MasterSnapshot shared_ GUARDED_BY(mu_);
 
   // ---- Loop thread only ----
   MasterSnapshot last_;  // what Update stored last

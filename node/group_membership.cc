@@ -44,7 +44,7 @@ GroupMembership::GroupMembership(const Options* options, uint32_t group, Logger*
     : options_(options), group_(group), logger_(logger), on_change_(std::move(on_change)) {}
 
 MembershipSnapshot GroupMembership::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return shared_;
 }
 
@@ -123,7 +123,7 @@ void GroupMembership::Publish(const paxos::Core& core) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     shared_ = snap;
   }
 

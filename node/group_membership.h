@@ -20,7 +20,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,6 +28,7 @@
 #include "paxos/core.h"
 #include "paxos/membership.h"
 #include "utils/logging.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -74,8 +74,8 @@ class GroupMembership {
   Logger* const logger_;
   const ChangeHook on_change_;
 
-  mutable std::mutex mu_;
-  MembershipSnapshot shared_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  MembershipSnapshot shared_ GUARDED_BY(mu_);
 
   // ---- Loop only ----
   bool published_ = false;

@@ -13,8 +13,6 @@
 #include <leveldb/write_batch.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -25,6 +23,7 @@
 #include "node/leveldb_log_trim.h"
 #include "node/leveldb_wal_sync_env.h"
 #include "node/leveldb_wal_tail.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -71,10 +70,10 @@ class LevelDbLogStorage : public LogStorage {
 
   ~LevelDbLogStorage() override {
     {
-      std::lock_guard<std::mutex> l(compact_mu_);
+      MutexLock l(&compact_mu_);
       compact_stopping_ = true;
     }
-    compact_cv_.notify_all();
+    compact_cv_.SignalAll();
     if (compactor_.joinable()) compactor_.join();  // runs the compaction still due
     db_.reset();  // the database uses the cache and the env: close it first
     cache_.reset();
@@ -89,7 +88,7 @@ class LevelDbLogStorage : public LogStorage {
     Status s = leveldb_log::ReadTrimmedBelow(db_.get(), dir_, &below);
     if (!s.ok()) return s;
     {
-      std::lock_guard<std::mutex> l(bounds_mu_);
+      MutexLock l(&bounds_mu_);
       trimmed_below_ = below;
       s = ScanBoundsLocked();
       if (!s.ok()) return s;
@@ -110,11 +109,11 @@ class LevelDbLogStorage : public LogStorage {
     }
     // Writers (and the deleter's chunks) are serialized so that the marker
     // and the bounds update see exactly the state this batch applies to.
-    std::lock_guard<std::mutex> wl(write_mu_);
+    MutexLock wl(&write_mu_);
     if (!write_error_.ok()) return write_error_;
     uint64_t old_below = 0;
     {
-      std::lock_guard<std::mutex> l(bounds_mu_);
+      MutexLock l(&bounds_mu_);
       old_below = trimmed_below_;
     }
     const uint64_t trim = std::max(old_below, batch.delete_below);
@@ -156,7 +155,7 @@ class LevelDbLogStorage : public LogStorage {
     if (!s.ok()) return FailWrites(FromLevelDb("log in '" + dir_ + "': write failed", s));
 
     if (new_below > old_below || writes_below) ScheduleCompaction(trim);
-    std::lock_guard<std::mutex> l(bounds_mu_);
+    MutexLock l(&bounds_mu_);
     trimmed_below_ = new_below;
     // A new marker needs a seek for the new start (it skips no tombstone:
     // nothing at or above the marker was deleted).
@@ -177,21 +176,21 @@ class LevelDbLogStorage : public LogStorage {
     const std::string what = "instance " + std::to_string(instance);
     {
       // A trimmed record may still be stored, waiting for the deleter.
-      std::lock_guard<std::mutex> l(bounds_mu_);
+      MutexLock l(&bounds_mu_);
       if (instance < trimmed_below_) return Status::NotFound(what + " is not in the log");
     }
     return ReadValue(RecordKey(instance), what, record);
   }
 
   Status GetMaxInstanceId(uint64_t* instance) override {
-    std::lock_guard<std::mutex> l(bounds_mu_);
+    MutexLock l(&bounds_mu_);
     if (!has_records_) return Status::NotFound("log in '" + dir_ + "' holds no record");
     *instance = max_;
     return Status::OK();
   }
 
   Status GetMinInstanceId(uint64_t* instance) override {
-    std::lock_guard<std::mutex> l(bounds_mu_);
+    MutexLock l(&bounds_mu_);
     if (!has_records_) return Status::NotFound("log in '" + dir_ + "' holds no record");
     *instance = min_;
     return Status::OK();
@@ -208,7 +207,7 @@ class LevelDbLogStorage : public LogStorage {
   // hide go at once, which keeps the directory small and a scan from the
   // log's start (the deleter's next pass) fast. Never on the writer's thread.
   void ScheduleCompaction(uint64_t below) {
-    std::lock_guard<std::mutex> l(compact_mu_);
+    MutexLock l(&compact_mu_);
     compact_below_ = std::max(compact_below_, below);
     if (!compactor_.joinable() && !compact_stopping_) {
       try {
@@ -217,19 +216,21 @@ class LevelDbLogStorage : public LogStorage {
         return;  // leveldb compacts on its own, later
       }
     }
-    compact_cv_.notify_one();
+    compact_cv_.Signal();
   }
 
   void CompactLoop() {
     uint64_t done = 0;
-    std::unique_lock<std::mutex> l(compact_mu_);
+    MutexLock l(&compact_mu_);
     for (;;) {
-      compact_cv_.wait(l, [&] { return compact_stopping_ || compact_below_ > done; });
+      compact_cv_.Wait(&compact_mu_, [&]() REQUIRES(compact_mu_) {
+        return compact_stopping_ || compact_below_ > done;
+      });
       // A trim not compacted yet is, even when closing: the next Open then
       // finds no tombstones (closing takes that long, once).
       if (compact_below_ <= done) return;
       const uint64_t below = compact_below_;
-      l.unlock();
+      l.Unlock();
       // On an error the records stay hidden by the durable marker; the next
       // trim or Open tries again. Compacting first would be wasted.
       if (DeleteHidden(below).ok()) {
@@ -237,7 +238,7 @@ class LevelDbLogStorage : public LogStorage {
         const leveldb::Slice limit(end);
         db_->CompactRange(nullptr, &limit);  // thread-safe; its errors resurface on reads
       }
-      l.lock();
+      l.Lock();
       done = below;
     }
   }
@@ -255,10 +256,10 @@ class LevelDbLogStorage : public LogStorage {
                                                          leveldb_log::kTrimChunkKeys, &keys);
       if (!s.ok() || keys.empty()) return s;
       from = keys.back() + '\0';  // the next key: this pass's tombstones stay behind
-      std::lock_guard<std::mutex> wl(write_mu_);
+      MutexLock wl(&write_mu_);
       std::string hidden_end;
       {
-        std::lock_guard<std::mutex> l(bounds_mu_);
+        MutexLock l(&bounds_mu_);
         hidden_end = RecordKey(trimmed_below_);
       }
       if (!write_error_.ok()) return leveldb::Status::IOError(write_error_.ToString());
@@ -299,8 +300,8 @@ class LevelDbLogStorage : public LogStorage {
 
   // Recomputes has_records_/min_/max_ from the database: the records at
   // or above trimmed_below_ (those below are trimmed, whether or not the
-  // deleter got to them). REQUIRES: bounds_mu_ held.
-  Status ScanBoundsLocked() {
+  // deleter got to them).
+  Status ScanBoundsLocked() REQUIRES(bounds_mu_) {
     leveldb::ReadOptions ro;
     ro.fill_cache = false;
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(ro));
@@ -330,24 +331,24 @@ class LevelDbLogStorage : public LogStorage {
   std::unique_ptr<leveldb::Cache> cache_;  // may be null (leveldb's default cache)
   std::unique_ptr<leveldb::DB> db_;        // thread-safe by itself
 
-  std::mutex write_mu_;  // serializes Write() and the deleter's chunks
-  Status write_error_;   // GUARDED_BY(write_mu_): the first failed write, sticky
+  Mutex write_mu_;  // serializes Write() and the deleter's chunks
+  Status write_error_ GUARDED_BY(write_mu_);  // the first failed write, sticky
 
-  std::mutex compact_mu_;
-  std::condition_variable compact_cv_;  // compact_below_ raised, or stopping
-  uint64_t compact_below_ = 0;          // GUARDED_BY(compact_mu_): the highest trim point
-  bool compact_stopping_ = false;       // GUARDED_BY(compact_mu_)
+  Mutex compact_mu_;
+  CondVar compact_cv_;  // compact_below_ raised, or stopping
+  uint64_t compact_below_ GUARDED_BY(compact_mu_) = 0;  // the highest trim point
+  bool compact_stopping_ GUARDED_BY(compact_mu_) = false;
   std::thread compactor_;               // started under compact_mu_, joined by the destructor
 
-  std::mutex bounds_mu_;
-  bool has_records_ = false;  // GUARDED_BY(bounds_mu_)
-  uint64_t min_ = 0;          // GUARDED_BY(bounds_mu_)
-  uint64_t max_ = 0;          // GUARDED_BY(bounds_mu_)
+  Mutex bounds_mu_;
+  bool has_records_ GUARDED_BY(bounds_mu_) = false;
+  uint64_t min_ GUARDED_BY(bounds_mu_) = 0;
+  uint64_t max_ GUARDED_BY(bounds_mu_) = 0;
   // Records below it are trimmed (invisible); mirrors the stored marker.
   // Changed only with write_mu_ held too (or by LoadBounds, before the
   // storage is shared), so a holder of write_mu_ sees it stay put across its
   // own leveldb write.
-  uint64_t trimmed_below_ = 0;  // GUARDED_BY(bounds_mu_)
+  uint64_t trimmed_below_ GUARDED_BY(bounds_mu_) = 0;
 };
 
 }  // namespace

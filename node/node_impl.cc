@@ -359,7 +359,7 @@ Status NodeImpl::TransferMaster(uint32_t group, uint64_t node_id) {
 Status NodeImpl::StepDown(uint32_t group) { return Transfer(group, 0); }
 
 void NodeImpl::Stop() {
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  MutexLock lock(&stop_mu_);
   if (stopped_) return;
   stopped_ = true;
   // Before anything stops: a call that registers from now on sees it.

@@ -7,10 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "chorus/node.h"
@@ -23,6 +21,7 @@
 #include "node/membership_wire.h"
 #include "node/runtime_env.h"
 #include "utils/logging.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -146,8 +145,8 @@ class NodeImpl : public Node {
   // The transport answered SetPeers with NotSupported (logged once).
   std::atomic<bool> set_peers_unsupported_{false};
   // Membership calls waiting for a master's REPLY, by request id.
-  std::mutex remote_mu_;
-  std::map<uint64_t, std::shared_ptr<RemoteCall>> remote_calls_;  // GUARDED_BY(remote_mu_)
+  Mutex remote_mu_;
+  std::map<uint64_t, std::shared_ptr<RemoteCall>> remote_calls_ GUARDED_BY(remote_mu_);
   // Calls of the Node API inside the node right now (see ActiveCall in the
   // .cc). The destructor waits for them to leave before the groups are
   // freed: a proposer woken by Stop may still be on its way out of
@@ -155,8 +154,8 @@ class NodeImpl : public Node {
   std::atomic<int> active_calls_{0};
   std::atomic<bool> stopping_{false};    // set by Stop(): proposals are refused
   std::atomic<bool> destroying_{false};  // set by the destructor: no group is touched
-  std::mutex stop_mu_;
-  bool stopped_ = false;  // GUARDED_BY(stop_mu_)
+  Mutex stop_mu_;
+  bool stopped_ GUARDED_BY(stop_mu_) = false;
 };
 
 // Counts a call for as long as it runs. It registers BEFORE the call looks

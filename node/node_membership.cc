@@ -14,6 +14,7 @@
 #include "node/core_options.h"
 #include "node/membership_wire.h"
 #include "node/node_impl.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -62,11 +63,11 @@ uint64_t RandomRequestId() {
 
 // A remote call waiting for its REPLY. `mu` guards the rest.
 struct NodeImpl::RemoteCall {
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   uint64_t master = 0;  // the node asked; a reply from another is ignored
-  bool done = false;    // GUARDED_BY(mu)
-  Status status;        // GUARDED_BY(mu)
+  bool done GUARDED_BY(mu) = false;
+  Status status GUARDED_BY(mu);
 };
 
 void NodeImpl::PushPeers() {
@@ -103,17 +104,17 @@ void NodeImpl::OnMembershipFrame(uint64_t from, uint32_t group, std::string byte
   }
   std::shared_ptr<RemoteCall> call;
   {
-    std::lock_guard<std::mutex> lock(remote_mu_);
+    MutexLock lock(&remote_mu_);
     auto it = remote_calls_.find(msg.request_id);
     if (it != remote_calls_.end()) call = it->second;
   }
   if (!call || call->master != from) return;  // a late or stray reply
   {
-    std::lock_guard<std::mutex> lock(call->mu);
+    MutexLock lock(&call->mu);
     call->done = true;
     call->status = msg.status;
   }
-  call->cv.notify_all();
+  call->cv.SignalAll();
 }
 
 Status NodeImpl::RemoteMembershipCall(Group* g, uint64_t master, const MembershipMessage& request,
@@ -121,14 +122,14 @@ Status NodeImpl::RemoteMembershipCall(Group* g, uint64_t master, const Membershi
   auto call = std::make_shared<RemoteCall>();
   call->master = master;
   {
-    std::lock_guard<std::mutex> lock(remote_mu_);
+    MutexLock lock(&remote_mu_);
     remote_calls_[request.request_id] = call;
   }
   struct Unregister {
     NodeImpl* node;
     uint64_t id;
     ~Unregister() {
-      std::lock_guard<std::mutex> lock(node->remote_mu_);
+      MutexLock lock(&node->remote_mu_);
       node->remote_calls_.erase(id);
     }
   } unregister{this, request.request_id};
@@ -138,10 +139,10 @@ Status NodeImpl::RemoteMembershipCall(Group* g, uint64_t master, const Membershi
     Status s = transport_->Send(master, frame);
     if (!s.ok()) CHORUS_LOG(&logger_, kDebug, "membership request: %s", s.ToString().c_str());
     const auto resend = std::min(SteadyClock::now() + kResendEvery, deadline + kReplyGrace);
-    std::unique_lock<std::mutex> lock(call->mu);
+    MutexLock lock(&call->mu);
     // Stop() is seen within a poll period.
     while (!call->done && SteadyClock::now() < resend && !stopping_.load(std::memory_order_seq_cst)) {
-      call->cv.wait_for(lock, std::chrono::milliseconds(100));
+      call->cv.WaitFor(&call->mu, std::chrono::milliseconds(100));
     }
     if (call->done) {
       *unanswered = false;

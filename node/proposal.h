@@ -13,13 +13,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "chorus/state_machine.h"
 #include "chorus/status.h"
 #include "node/value_codec.h"
+#include "utils/mutex.h"
 #include "utils/notifier.h"
 
 namespace chorus {
@@ -44,9 +44,9 @@ struct ProposalWaiter {
   // the deadline plus a grace period: a stuck disk), it sets `abandoned`
   // under `mu`; the loop holds `mu` while executing with ctx, so ctx is never
   // touched after Propose returned.
-  std::mutex mu;
-  ExecuteContext* ctx = nullptr;  // GUARDED_BY(mu)
-  bool abandoned = false;         // GUARDED_BY(mu)
+  Mutex mu;
+  ExecuteContext* ctx GUARDED_BY(mu) = nullptr;
+  bool abandoned GUARDED_BY(mu) = false;
 
   // Written by the loop only, before Send(ticket); read by the proposer after
   // its Wait returned ok.

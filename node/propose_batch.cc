@@ -25,17 +25,17 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
 }
 
 size_t ProposeBatch::pending_count() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return pending_.size();
 }
 
 std::shared_ptr<ProposalRequest> ProposeBatch::TakePending() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return TakeLocked();
 }
 
 std::shared_ptr<ProposalRequest> ProposeBatch::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   closed_ = true;
   return TakeLocked();
 }
@@ -51,7 +51,7 @@ void ProposeBatch::Add(std::shared_ptr<ProposalWaiter> waiter) {
   std::shared_ptr<ProposalRequest> full;
   bool first = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_) {
       AnswerStopped(waiter.get());
       return;

@@ -13,13 +13,13 @@
 #define CHORUS_NODE_PROPOSE_BATCH_H_
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "chorus/options.h"
 #include "node/event_queue.h"
 #include "node/proposal.h"
 #include "node/runtime_env.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -45,17 +45,17 @@ class ProposeBatch {
   std::shared_ptr<ProposalRequest> Close();
 
  private:
-  std::shared_ptr<ProposalRequest> TakeLocked();
+  std::shared_ptr<ProposalRequest> TakeLocked() REQUIRES(mu_);
   void Post(Event event);
 
   const Options* const options_;
   const RuntimeEnv* const env_;
   const std::shared_ptr<EventQueue> queue_;
 
-  std::mutex mu_;
-  std::vector<std::shared_ptr<ProposalWaiter>> pending_;  // GUARDED_BY(mu_)
-  size_t pending_bytes_ = 0;                              // GUARDED_BY(mu_)
-  bool closed_ = false;                                   // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<std::shared_ptr<ProposalWaiter>> pending_ GUARDED_BY(mu_);
+  size_t pending_bytes_ GUARDED_BY(mu_) = 0;
+  bool closed_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace chorus

@@ -8,13 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "node/frame_auth.h"
 #include "node/socket_util.h"
 #include "node/tcp_peers.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 namespace tcp {
@@ -36,10 +36,10 @@ struct TcpPeers::Peer {
   NodeInfo info;      // immutable: another address is another Peer
   uint64_t slot = 0;  // its epoll tag index; immutable, never reused
 
-  std::mutex mu;
-  std::deque<OutFrame> queue;  // GUARDED_BY(mu)
-  // Bytes in `queue` plus bytes in `sending`. GUARDED_BY(mu)
-  size_t queued_bytes = 0;
+  Mutex mu;
+  std::deque<OutFrame> queue GUARDED_BY(mu);
+  // Bytes in `queue` plus bytes in `sending`.
+  size_t queued_bytes GUARDED_BY(mu) = 0;
 
   // The rest is owned by the loop thread.
   // kAwaitingChallenge (with a secret only): connected, reading the

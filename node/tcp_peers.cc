@@ -31,7 +31,7 @@ TcpPeers::TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* c
       wake_(std::move(wake)),
       resolver_(wake_),
       drain_buf_(new char[kReadChunk]) {
-  std::unique_lock<std::shared_mutex> l(book_mu_);
+  WriterMutexLock l(&book_mu_);
   for (const NodeInfo& n : options_.nodes) {
     if (n.id() != self_id_) book_[n.id()] = NewPeer(n);
   }
@@ -116,7 +116,7 @@ int TcpPeers::Service() {
 
 bool TcpPeers::HasPending(Peer* peer) {
   if (!peer->sending.empty()) return true;
-  std::lock_guard<std::mutex> l(peer->mu);
+  MutexLock l(&peer->mu);
   return !peer->queue.empty();
 }
 
@@ -283,7 +283,7 @@ void TcpPeers::OnEvent(uint64_t index, uint32_t events) {
 void TcpPeers::Flush(Peer* peer) {
   while (true) {
     if (peer->sending.empty()) {
-      std::lock_guard<std::mutex> l(peer->mu);
+      MutexLock l(&peer->mu);
       peer->sending.swap(peer->queue);
     }
     if (peer->sending.empty()) break;
@@ -343,7 +343,7 @@ void TcpPeers::Flush(Peer* peer) {
     peer->front_offset = written;
     if (done_frames > 0) {
       Counters::Add(&counters_->frames_sent, done_frames);
-      std::lock_guard<std::mutex> l(peer->mu);
+      MutexLock l(&peer->mu);
       peer->queued_bytes -= done_bytes;
     }
   }

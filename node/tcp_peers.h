@@ -52,8 +52,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,6 +61,7 @@
 #include "node/tcp_conn_log.h"
 #include "node/tcp_epoll.h"
 #include "node/tcp_resolver.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 namespace tcp {
@@ -120,7 +119,7 @@ class TcpPeers {
   struct Peer;
   using Book = std::unordered_map<uint64_t, std::shared_ptr<Peer>>;  // by node id
 
-  std::shared_ptr<Peer> NewPeer(const NodeInfo& info);
+  std::shared_ptr<Peer> NewPeer(const NodeInfo& info) REQUIRES(book_mu_);
   void ApplyBook();
   void CollectResolutions();
   bool HasPending(Peer* peer);
@@ -144,9 +143,9 @@ class TcpPeers {
   const std::atomic<bool>* const stop_;
   const std::function<void()> wake_;
 
-  mutable std::shared_mutex book_mu_;
-  Book book_;                                  // GUARDED_BY(book_mu_)
-  uint64_t next_slot_ = 0;                     // GUARDED_BY(book_mu_)
+  mutable SharedMutex book_mu_;
+  Book book_ GUARDED_BY(book_mu_);
+  uint64_t next_slot_ GUARDED_BY(book_mu_) = 0;
   std::atomic<uint64_t> book_version_{0};      // written under book_mu_
   std::atomic<size_t> book_size_{0};           // written under book_mu_
 

@@ -2,8 +2,6 @@
 // Enqueue (any thread) queues to, SetBook replaces and the loop brings its
 // connections in line with (ApplyBook).
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -11,6 +9,7 @@
 #include "node/frame.h"
 #include "node/tcp_peer.h"
 #include "node/tcp_peers.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 namespace tcp {
@@ -27,7 +26,7 @@ Status TcpPeers::Enqueue(uint64_t to, std::string message) {
   frame.header = EncodeFrameHeader(options_.cluster_id, self_id_, message);
   frame.payload = std::move(message);
   // Shared: Sends from many threads go on together; SetBook waits for them.
-  std::shared_lock<std::shared_mutex> bl(book_mu_);
+  ReaderMutexLock bl(&book_mu_);
   // The wake happens under the locks: Stop() passes through book_mu_ after
   // setting the stop flag (Barrier), so no Enqueue can wake the loop once
   // Stop goes on to close the wake descriptor.
@@ -37,7 +36,7 @@ Status TcpPeers::Enqueue(uint64_t to, std::string message) {
     return Status::InvalidArgument("node " + std::to_string(to) + " is not a member");
   }
   Peer* peer = it->second.get();
-  std::lock_guard<std::mutex> l(peer->mu);
+  MutexLock l(&peer->mu);
   if (peer->queued_bytes + frame.size() > options_.max_queued_bytes_per_peer) {
     // The peer is slow or down; the protocol retries.
     Counters::Add(&counters_->sends_dropped_queue_full);
@@ -51,7 +50,7 @@ Status TcpPeers::Enqueue(uint64_t to, std::string message) {
 }
 
 Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {
-  std::unique_lock<std::shared_mutex> bl(book_mu_);
+  WriterMutexLock bl(&book_mu_);
   if (stop_->load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
   Book next;
   bool changed = false;
@@ -74,18 +73,19 @@ Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {
     // Moved: what waits for it goes to the new address.
     std::shared_ptr<Peer> moved = NewPeer(n);
     {
-      std::lock_guard<std::mutex> l(was->mu);
+      MutexLock l(&was->mu);
+      MutexLock ml(&moved->mu);  // not shared yet: uncontended
       for (const OutFrame& f : was->queue) was->queued_bytes -= f.size();
       moved->queue.swap(was->queue);
+      for (const OutFrame& f : moved->queue) moved->queued_bytes += f.size();
     }
-    for (const OutFrame& f : moved->queue) moved->queued_bytes += f.size();
     next[id] = std::move(moved);
     changed = true;
   }
   for (auto& [id, peer] : book_) {
     if (next.count(id) != 0) continue;
     // Removed: its frames are dropped (the loop closes its connection).
-    std::lock_guard<std::mutex> l(peer->mu);
+    MutexLock l(&peer->mu);
     for (const OutFrame& f : peer->queue) peer->queued_bytes -= f.size();
     peer->queue.clear();
     changed = true;
@@ -100,16 +100,16 @@ Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {
 
 bool TcpPeers::IsMember(uint64_t sender) const {
   if (sender == self_id_) return true;
-  std::shared_lock<std::shared_mutex> bl(book_mu_);
+  ReaderMutexLock bl(&book_mu_);
   return book_.count(sender) != 0;
 }
 
-void TcpPeers::Barrier() { std::unique_lock<std::shared_mutex> bl(book_mu_); }
+void TcpPeers::Barrier() { WriterMutexLock bl(&book_mu_); }
 
 void TcpPeers::ApplyBook() {
   std::vector<std::shared_ptr<Peer>> current;
   {
-    std::shared_lock<std::shared_mutex> bl(book_mu_);
+    ReaderMutexLock bl(&book_mu_);
     applied_version_ = book_version_.load(std::memory_order_relaxed);
     for (auto& entry : book_) current.push_back(entry.second);
   }

@@ -30,7 +30,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -40,6 +39,7 @@
 #include "node/tcp_epoll.h"
 #include "node/tcp_incoming.h"
 #include "node/tcp_peers.h"
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -103,7 +103,7 @@ class TcpTransportImpl : public TcpTransport {
   }
 
   Status Start(Receiver receiver) override {
-    std::lock_guard<std::mutex> l(lifecycle_mu_);
+    MutexLock l(&lifecycle_mu_);
     if (stopped_) return Status::Stopped("transport is stopped");
     if (started_) return Status::InvalidArgument("transport already started");
     if (!receiver) return Status::InvalidArgument("receiver is empty");
@@ -126,14 +126,14 @@ class TcpTransportImpl : public TcpTransport {
   }
 
   void Stop() override {
-    std::lock_guard<std::mutex> l(lifecycle_mu_);
+    MutexLock l(&lifecycle_mu_);
     if (stopped_) return;
     stopped_ = true;
     stop_.store(true);
     // Barrier: a Send that holds a queue lock finishes its wake now; any later
     // Send sees stop_ (see TcpPeers::Enqueue and SendToSelf).
     peers_.Barrier();
-    { std::lock_guard<std::mutex> sl(self_mu_); }
+    { MutexLock sl(&self_mu_); }
     if (loop_.joinable()) {
       if (loop_.get_id() == std::this_thread::get_id()) {
         std::fprintf(stderr, "chorus tcp transport: Stop() called from the receiver\n");
@@ -158,7 +158,7 @@ class TcpTransportImpl : public TcpTransport {
 
  private:
   Status SendToSelf(std::string message) {
-    std::lock_guard<std::mutex> l(self_mu_);
+    MutexLock l(&self_mu_);
     if (stop_.load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
     if (self_queued_bytes_ + message.size() > options_.max_queued_bytes_per_peer) {
       tcp::Counters::Add(&counters_.sends_dropped_queue_full);
@@ -215,7 +215,7 @@ class TcpTransportImpl : public TcpTransport {
   void DeliverSelfMessages() {
     std::deque<std::string> batch;
     {
-      std::lock_guard<std::mutex> l(self_mu_);
+      MutexLock l(&self_mu_);
       batch.swap(self_queue_);
       self_queued_bytes_ = 0;
     }
@@ -236,14 +236,14 @@ class TcpTransportImpl : public TcpTransport {
   tcp::TcpPeers peers_;
   tcp::TcpIncoming incoming_;
 
-  std::mutex lifecycle_mu_;   // serializes Start and Stop
-  bool started_ = false;      // GUARDED_BY(lifecycle_mu_)
-  bool stopped_ = false;      // GUARDED_BY(lifecycle_mu_)
+  Mutex lifecycle_mu_;   // serializes Start and Stop
+  bool started_ GUARDED_BY(lifecycle_mu_) = false;
+  bool stopped_ GUARDED_BY(lifecycle_mu_) = false;
   std::thread loop_;
 
-  std::mutex self_mu_;
-  std::deque<std::string> self_queue_;  // GUARDED_BY(self_mu_)
-  size_t self_queued_bytes_ = 0;        // GUARDED_BY(self_mu_)
+  Mutex self_mu_;
+  std::deque<std::string> self_queue_ GUARDED_BY(self_mu_);
+  size_t self_queued_bytes_ GUARDED_BY(self_mu_) = 0;
 };
 
 Status ValidateTcpTransportOptions(const TcpTransportOptions& o) {

@@ -1,7 +1,7 @@
+#include "utils/mutex.h"
 #include "utils/notifier_pool.h"
 
 #include <atomic>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -15,10 +15,10 @@ struct NotifierPool::State {
   // address), so a thread's cache can never mistake a new pool for a dead one.
   const uint64_t id;
 
-  mutable std::mutex mu;
-  std::vector<std::unique_ptr<Notifier>> free_list;  // GUARDED_BY(mu)
-  size_t created = 0;                                // GUARDED_BY(mu)
-  bool pool_alive = true;                            // GUARDED_BY(mu)
+  mutable Mutex mu;
+  std::vector<std::unique_ptr<Notifier>> free_list GUARDED_BY(mu);
+  size_t created GUARDED_BY(mu) = 0;
+  bool pool_alive GUARDED_BY(mu) = true;
 };
 
 namespace {
@@ -69,7 +69,7 @@ ThreadCache::~ThreadCache() {
   for (Slot& slot : slots_) {
     std::unique_ptr<Notifier> doomed;
     {
-      std::lock_guard<std::mutex> lock(slot.state->mu);
+      MutexLock lock(&slot.state->mu);
       if (slot.state->pool_alive) {
         slot.state->free_list.push_back(std::move(slot.notifier));
       } else {
@@ -87,7 +87,7 @@ NotifierPool::NotifierPool(NotifierBackend backend)
 NotifierPool::~NotifierPool() {
   std::vector<std::unique_ptr<Notifier>> doomed;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(&state_->mu);
     state_->pool_alive = false;
     doomed.swap(state_->free_list);
   }
@@ -112,7 +112,7 @@ Status NotifierPool::Get(Notifier** out) {
   if (n == nullptr) {
     std::unique_ptr<Notifier> fresh;
     {
-      std::lock_guard<std::mutex> lock(state_->mu);
+      MutexLock lock(&state_->mu);
       if (!state_->free_list.empty()) {
         fresh = std::move(state_->free_list.back());
         state_->free_list.pop_back();
@@ -122,7 +122,7 @@ Status NotifierPool::Get(Notifier** out) {
       // Created outside the lock: eventfd()/pipe() are system calls.
       Status s = Notifier::Create(state_->backend, &fresh);
       if (!s.ok()) return s;
-      std::lock_guard<std::mutex> lock(state_->mu);
+      MutexLock lock(&state_->mu);
       state_->created++;
     }
     n = fresh.get();
@@ -135,12 +135,12 @@ Status NotifierPool::Get(Notifier** out) {
 }
 
 size_t NotifierPool::created() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->created;
 }
 
 size_t NotifierPool::free_count() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->free_list.size();
 }
 

@@ -156,7 +156,7 @@ class TimerThread::TaskPool {
   // Takes up to `n` never-used slots, linked through `next`. Returns the head,
   // or nullptr when all 2^26 slots are in use. Thread-safe.
   Task* TakeFresh(uint32_t n) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     Task* head = nullptr;
     for (uint32_t i = 0; i < n; ++i) {
       if (next_fresh_ >= kChunkSize * kMaxChunks) break;
@@ -187,21 +187,21 @@ class TimerThread::TaskPool {
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   // Slot 0 is never used, so no id is 0 (kInvalidTaskId).
-  uint32_t next_fresh_ = 1;  // GUARDED_BY(mu_)
+  uint32_t next_fresh_ GUARDED_BY(mu_) = 1;
   std::unique_ptr<std::atomic<Task*>[]> chunks_;
 };
 
 // A bucket sits on its own cache lines: the threads hashed to different
 // buckets never write the same line.
 struct alignas(64) TimerThread::Bucket {
-  std::mutex mu;
-  Task* head = nullptr;             // GUARDED_BY(mu): tasks not yet pulled
+  Mutex mu;
+  Task* head GUARDED_BY(mu) = nullptr;  // tasks not yet pulled
   // Min run_ns in `head` (or earlier). Written under mu; the timer thread may
   // also peek at it without mu (see PullBuckets), hence atomic (relaxed).
   std::atomic<int64_t> nearest_run_ns{kNever};
-  Task* free_list = nullptr;        // GUARDED_BY(mu)
+  Task* free_list GUARDED_BY(mu) = nullptr;
   // For stats(). Written under mu only, so a plain load+store (no locked
   // RMW). Relaxed: it orders nothing.
   std::atomic<uint64_t> scheduled{0};
@@ -264,7 +264,7 @@ void TimerThread::Stop() {
   CHORUS_TIMER_CHECK(std::this_thread::get_id() != thread_.get_id());
   accepting_.store(false, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_.store(true, std::memory_order_relaxed);
     nsignals_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -289,7 +289,7 @@ TimerThread::CancelCounter* TimerThread::CallerCancelCounter() {
     // One counter per thread id. A thread that exited left its counter to the
     // next thread that gets its id: still a single writer at any time.
     const std::thread::id me = std::this_thread::get_id();
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     CancelCounter* found = nullptr;
     for (auto& [id, counter] : cancel_counters_) {
       if (id == me) found = counter.get();
@@ -336,7 +336,7 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
   TaskId id;
   bool earliest_in_bucket;
   {
-    std::lock_guard<std::mutex> lock(bucket->mu);
+    MutexLock lock(&bucket->mu);
     RecycleCancelledHead(bucket);
     Task* t = bucket->free_list;
     if (t == nullptr) {
@@ -371,7 +371,7 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
   if (earliest_in_bucket) {
     bool wake = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (run_ns < nearest_run_ns_.load(std::memory_order_relaxed)) {
         nearest_run_ns_.store(run_ns, std::memory_order_relaxed);
         nsignals_.fetch_add(1, std::memory_order_relaxed);
@@ -394,6 +394,9 @@ TimerThread::TaskId TimerThread::ScheduleTask(Callback fn, void* arg, Callback d
 // Schedule). bucket->nearest_run_ns may now be earlier than any listed task;
 // that is harmless: it only makes the timer thread wake up early once.
 void TimerThread::RecycleCancelledHead(Bucket* bucket) {
+  // Its caller holds the lock (Bucket is incomplete where this is declared,
+  // so the declaration cannot say REQUIRES(bucket->mu)).
+  bucket->mu.AssertHeld();
   Task* t = bucket->head;
   while (t != nullptr && t->drop == nullptr &&
          // Relaxed: the winning CAS in Unschedule left nothing else to read;
@@ -437,7 +440,7 @@ TimerThread::Stats TimerThread::stats() const {
     s.scheduled += buckets_[i].scheduled.load(std::memory_order_relaxed);
   }
   {
-    std::lock_guard<std::mutex> lock(counters_mu_);
+    MutexLock lock(&counters_mu_);
     for (const auto& entry : cancel_counters_) {
       s.cancelled += entry.second->value.load(std::memory_order_relaxed);
     }
@@ -486,8 +489,7 @@ int64_t TimerThread::PullBuckets(int64_t now, bool skip_busy_due, bool* skipped_
   *skipped_due = false;
   for (size_t i = 0; i < num_buckets_; ++i) {
     Bucket& b = buckets_[i];
-    std::unique_lock<std::mutex> lock(b.mu, std::try_to_lock);
-    if (!lock.owns_lock()) {
+    if (!b.mu.TryLock()) {
       // A scheduler holds it, maybe preempted inside (more busy threads than
       // cores): waiting for it would stall every other bucket for a time
       // slice. Skip it, and remember its nearest so that we do not sleep past
@@ -503,7 +505,7 @@ int64_t TimerThread::PullBuckets(int64_t now, bool skip_busy_due, bool* skipped_
         skipped_nearest = std::min(skipped_nearest, nearest);
         continue;
       }
-      lock.lock();
+      b.mu.Lock();
     }
     Task* list = b.head;
     b.head = nullptr;
@@ -513,7 +515,7 @@ int64_t TimerThread::PullBuckets(int64_t now, bool skip_busy_due, bool* skipped_
       ret.second->next = b.free_list;
       b.free_list = ret.first;
     }
-    lock.unlock();
+    b.mu.Unlock();
     ret = {nullptr, nullptr};
     while (list != nullptr) {
       Task* next = list->next;
@@ -555,7 +557,7 @@ void TimerThread::Run() {
   pthread_setname_np(pthread_self(), "chorus_timer");  // best effort, for top/perf
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       sleeping_ = false;
       if (stop_.load(std::memory_order_relaxed)) break;
       // From now on every Schedule earlier than its bucket's nearest lowers
@@ -593,7 +595,7 @@ void TimerThread::Run() {
         std::min(skipped_nearest, heap_.empty() ? kNever : heap_.front()->run_ns);
     int32_t expected_signals;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stop_.load(std::memory_order_relaxed)) break;
       // Something earlier is in a bucket: pull it.
       if (next_run > nearest_run_ns_.load(std::memory_order_relaxed)) continue;

@@ -47,10 +47,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "utils/mutex.h"
 #include "utils/status.h"
 
 namespace chorus {
@@ -192,19 +192,20 @@ class TimerThread {
   std::atomic<bool> accepting_{false};
   bool started_ = false;  // Start was called (Start/Stop are not concurrent)
 
-  mutable std::mutex counters_mu_;
-  // One per thread that ever cancelled a task. GUARDED_BY(counters_mu_).
-  std::vector<std::pair<std::thread::id, std::unique_ptr<CancelCounter>>> cancel_counters_;
+  mutable Mutex counters_mu_;
+  // One per thread that ever cancelled a task.
+  std::vector<std::pair<std::thread::id, std::unique_ptr<CancelCounter>>> cancel_counters_
+      GUARDED_BY(counters_mu_);
 
   // Everything above is read-mostly (read on every Schedule/Unschedule); what
   // follows is written by the timer thread, so it starts on its own cache line.
-  alignas(64) std::mutex mu_;
+  alignas(64) Mutex mu_;
   // Earliest run time (ns on the steady clock) the timer thread will wake up
   // for without being signalled. Written under mu_; read under mu_, except for
   // one relaxed peek per due task by the timer thread (see Run).
   std::atomic<int64_t> nearest_run_ns_;
   std::atomic<bool> stop_{false};  // written under mu_; peeked like nearest_run_ns_
-  bool sleeping_ = false;  // GUARDED_BY(mu_): the timer thread is (about to be) in FutexWait
+  bool sleeping_ GUARDED_BY(mu_) = false;  // the timer thread is (about to be) in FutexWait
   // Futex word: bumped under mu_ whenever the timer thread must wake early.
   std::atomic<int32_t> nsignals_{0};
 
