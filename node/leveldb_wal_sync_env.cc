@@ -25,18 +25,21 @@ std::string DirOf(const std::string& path) {
 }
 
 // A log file whose name may not be durable yet: its first successful Sync
-// syncs the directory first. Only leveldb's writer thread calls it.
+// syncs the directory first. Only the writer at the head of leveldb's write
+// queue writes it; the Env syncs it on that writer too, at the switch to the
+// next log.
 class WalFile : public leveldb::WritableFile {
  public:
   WalFile(WalSyncEnv* env, std::string dir, std::unique_ptr<leveldb::WritableFile> base)
-      : env_(env), dir_(std::move(dir)), base_(std::move(base)) {}
+      : env_(env), dir_(std::move(dir)), base_(std::move(base)) {
+    env_->SetLiveLog(this);
+  }
+  ~WalFile() override { env_->ClearLiveLog(this); }
 
   leveldb::Status Append(const leveldb::Slice& data) override { return base_->Append(data); }
-  // leveldb closes a log when it switches to a new one, without a sync:
-  // sync it here, or a crash could drop its unsynced tail while synced
-  // writes in the next log survive (a gap: the log would no longer hold a
-  // prefix of the writes, and a lost chosen record below a kept one
-  // stops the node from opening).
+  // A leveldb that closes the old log at a switch (1.23 deletes it without
+  // a Close, see the header) gets it synced here too: cheap once the Env
+  // synced it at the switch.
   leveldb::Status Close() override {
     leveldb::Status s = Sync();
     if (!s.ok()) return s;
@@ -67,10 +70,28 @@ WalSyncEnv::WalSyncEnv(leveldb::Env* base,
 
 leveldb::Status WalSyncEnv::Open(const std::string& fname, bool append,
                                  leveldb::WritableFile** result) {
+  *result = nullptr;
   const bool existed = target()->FileExists(fname);
+  const bool new_log = !existed && IsWalName(fname);
+  if (new_log) {
+    // A switch: every byte of the old log becomes durable before the first
+    // byte of the new one can (leveldb deletes the old file object right
+    // after this returns, unsynced). Only the writer at the head of
+    // leveldb's write queue creates logs and writes the live one, so it
+    // cannot change or go away in between.
+    leveldb::WritableFile* old_log = nullptr;
+    {
+      std::lock_guard<std::mutex> l(live_mu_);
+      old_log = live_log_;
+    }
+    if (old_log != nullptr) {
+      leveldb::Status s = old_log->Sync();
+      if (!s.ok()) return s;
+    }
+  }
   leveldb::Status s = append ? target()->NewAppendableFile(fname, result)
                              : target()->NewWritableFile(fname, result);
-  if (!s.ok() || existed || !IsWalName(fname)) return s;
+  if (!s.ok() || !new_log) return s;
   *result = new WalFile(this, DirOf(fname), std::unique_ptr<leveldb::WritableFile>(*result));
   return s;
 }
@@ -83,6 +104,16 @@ leveldb::Status WalSyncEnv::NewWritableFile(const std::string& fname,
 leveldb::Status WalSyncEnv::NewAppendableFile(const std::string& fname,
                                               leveldb::WritableFile** result) {
   return Open(fname, /*append=*/true, result);
+}
+
+void WalSyncEnv::SetLiveLog(leveldb::WritableFile* log) {
+  std::lock_guard<std::mutex> l(live_mu_);
+  live_log_ = log;
+}
+
+void WalSyncEnv::ClearLiveLog(leveldb::WritableFile* log) {
+  std::lock_guard<std::mutex> l(live_mu_);
+  if (live_log_ == log) live_log_ = nullptr;
 }
 
 leveldb::Status WalSyncEnv::SyncDirectory(const std::string& dir) {

@@ -13,18 +13,25 @@
 // first Sync of each log file it created, before the file itself: one more
 // fsync per log switch (every write_buffer_bytes of writes).
 //
-// And leveldb closes the old log at a switch without syncing it, while the
-// next synced write goes to the new log: a crash could then keep a later
-// write and lose an earlier (unsynced) one, a gap no prefix of the writes
-// explains (the core refuses to open a log with a chosen instance after a
-// missing one). This Env syncs a log when leveldb closes it: one more fsync
-// per log switch, which keeps the log a prefix of the writes.
+// And at a switch leveldb 1.23 neither syncs nor even Close()s the old log
+// (MakeRoomForWrite creates the new file, then deletes the old one's
+// object, which closes it unsynced), while the next synced write goes to
+// the new log: a crash could then keep a later write and lose an earlier
+// (unsynced) one, a gap no prefix of the writes explains (the core refuses
+// to open a log with a chosen instance after a missing one). So when this
+// Env creates a log file while another log file it created is still open
+// (a switch: at DB::Open no log is open yet), it syncs the old one first,
+// before anything can reach the new one: one more fsync per log switch,
+// which keeps the logs together a prefix of the writes. A log that leveldb
+// closes when the database goes away stays unsynced, as it would be at a
+// crash: nothing follows it.
 #ifndef CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
 #define CHORUS_NODE_LEVELDB_WAL_SYNC_ENV_H_
 
 #include <leveldb/env.h>
 
 #include <functional>
+#include <mutex>
 #include <string>
 
 namespace chorus {
@@ -42,11 +49,18 @@ class WalSyncEnv : public leveldb::EnvWrapper {
   // Syncs directory `dir`.
   leveldb::Status SyncDirectory(const std::string& dir);
 
+  // The log file that leveldb writes now: the newest one this Env created,
+  // while it is open (its file object registers and unregisters itself).
+  void SetLiveLog(leveldb::WritableFile* log);
+  void ClearLiveLog(leveldb::WritableFile* log);
+
  private:
   // Opens through the base Env; a log file it creates comes back wrapped.
   leveldb::Status Open(const std::string& fname, bool append, leveldb::WritableFile** result);
 
   const std::function<leveldb::Status(const std::string& dir)> sync_dir_;
+  std::mutex live_mu_;
+  leveldb::WritableFile* live_log_ = nullptr;  // GUARDED_BY(live_mu_); borrowed
 };
 
 }  // namespace chorus
