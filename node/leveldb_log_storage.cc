@@ -279,8 +279,8 @@ class LevelDbLogStorage : public LogStorage {
   // (leveldb 1.23 keeps appending after a failed append, and its own reader
   // may then skip or refuse the writes behind the broken record): no write
   // is tried again until the log is reopened, where the part is a torn tail.
-  // Returns `error`. REQUIRES: write_mu_ held.
-  Status FailWrites(const Status& error) {
+  // Returns `error`.
+  Status FailWrites(const Status& error) REQUIRES(write_mu_) {
     if (write_error_.ok()) {
       write_error_ = Status::IOError(error.ToString() +
                                      " (the log takes no more writes until it is reopened)");
