@@ -81,7 +81,7 @@ leveldb::Status WalSyncEnv::Open(const std::string& fname, bool append,
     // cannot change or go away in between.
     leveldb::WritableFile* old_log = nullptr;
     {
-      std::lock_guard<std::mutex> l(live_mu_);
+      MutexLock l(&live_mu_);
       old_log = live_log_;
     }
     if (old_log != nullptr) {
@@ -107,12 +107,12 @@ leveldb::Status WalSyncEnv::NewAppendableFile(const std::string& fname,
 }
 
 void WalSyncEnv::SetLiveLog(leveldb::WritableFile* log) {
-  std::lock_guard<std::mutex> l(live_mu_);
+  MutexLock l(&live_mu_);
   live_log_ = log;
 }
 
 void WalSyncEnv::ClearLiveLog(leveldb::WritableFile* log) {
-  std::lock_guard<std::mutex> l(live_mu_);
+  MutexLock l(&live_mu_);
   if (live_log_ == log) live_log_ = nullptr;
 }
 

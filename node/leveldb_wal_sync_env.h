@@ -31,8 +31,9 @@
 #include <leveldb/env.h>
 
 #include <functional>
-#include <mutex>
 #include <string>
+
+#include "utils/mutex.h"
 
 namespace chorus {
 
@@ -59,8 +60,8 @@ class WalSyncEnv : public leveldb::EnvWrapper {
   leveldb::Status Open(const std::string& fname, bool append, leveldb::WritableFile** result);
 
   const std::function<leveldb::Status(const std::string& dir)> sync_dir_;
-  std::mutex live_mu_;
-  leveldb::WritableFile* live_log_ = nullptr;  // GUARDED_BY(live_mu_); borrowed
+  Mutex live_mu_;
+  leveldb::WritableFile* live_log_ GUARDED_BY(live_mu_) = nullptr;  // borrowed
 };
 
 }  // namespace chorus
