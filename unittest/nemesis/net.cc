@@ -36,7 +36,7 @@ Status RunShell(const std::string& command, std::string* output) {
 }
 
 Network::Network(int slots, int pid)
-    : slots_(slots), pid_(pid), prefix_(kPrefix + std::to_string(pid)) {
+    : slots_(slots), prefix_(kPrefix + std::to_string(pid)) {
   // 10.[200,249].[0,255]: a /24 per pid (modulo 12800 pids).
   subnet_ = "10." + std::to_string(200 + (pid / 256) % 50) + "." + std::to_string(pid % 256) + ".";
 }

@@ -65,7 +65,6 @@ class Network {
   Status Build();
 
   const int slots_;
-  const int pid_;
   const std::string prefix_;  // "nm<pid>"
   std::string subnet_;        // "10.a.b."
   bool built_ = false;

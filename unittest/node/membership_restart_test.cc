@@ -178,8 +178,8 @@ class OwnBookTransport : public Transport {
 };
 
 TEST(MembershipRestartTest, TransportWithoutSetPeers) {
+  OwnBookTransport transport;  // outlives the cluster's nodes, which borrow it
   MemberCluster c(1, 1);
-  OwnBookTransport transport;
   ASSERT_TRUE(c.Start(0, false, [&](Options* o) { o->transport = &transport; }).ok());
   ASSERT_EQ(c.WaitForMaster(), 0);
   Status s = c.node(0)->AddFollower(0, c.info(1));

@@ -659,6 +659,13 @@ TEST_F(TcpTransportTest, AcceptWithoutFreeDescriptorsPausesInsteadOfSpinning) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(nodes_[1].port);
   inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  // b's loop thread is running before the descriptors go: a thread that
+  // first runs while none are free trips UBSan's vptr check (see above).
+  int first = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(0, connect(first, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
+  WriteAll(first, EncodeFrame(kCluster, nodes_[0].id(), "before-emfile"));
+  ASSERT_TRUE(WaitUntil([&] { return inbox.Contains("before-emfile"); }));
+  close(first);
   {
     NoFreeFds no_fds(raw);
     ASSERT_EQ(-1, dup(raw));  // really none left
