@@ -20,6 +20,7 @@
 #include "node/value_codec.h"
 #include "paxos.pb.h"
 #include "paxos/acceptor.h"
+#include "paxos/catchup.h"
 #include "paxos/core.h"
 #include "paxos/value.h"
 #include "unittest/fuzz/paxos_fuzz_input.h"
@@ -171,6 +172,20 @@ class Cluster {
         if (j == i || (m.to != px::kBroadcast && m.to != nodes_[j].id)) continue;
         if (isolated_ && (i == kFuzzed || j == kFuzzed)) continue;
         net_.emplace_back(j, m.bytes);
+      }
+    }
+    // Catch-up from the log is a read the core plans for its runtime, done
+    // after the round's persist (paxos/catchup.h): without it, a node behind
+    // the others' chosen-value caches would never get a LEARN_VALUES.
+    for (const px::CatchupRead& read : out->catchup_reads) {
+      px::CatchupReply reply;
+      // Whatever it returns, the entries before a stop are good to send.
+      static_cast<void>(px::ReadCatchup(read, &n.log, &reply));
+      if (reply.bytes.empty()) continue;
+      for (int j = 0; j < 3; ++j) {
+        if (nodes_[j].id != read.peer || j == i) continue;
+        if (isolated_ && (i == kFuzzed || j == kFuzzed)) continue;
+        net_.emplace_back(j, reply.bytes);
       }
     }
     px::fuzz::TrackTimers(*out, &n.timers);
