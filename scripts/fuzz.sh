@@ -9,7 +9,8 @@
 # executions of each (libFuzzer's stat::number_of_executed_units) and fails
 # when any target crashes, leaks, times out or breaks one of its properties;
 # the input that did it is kept in build-fuzz/crashes/<target>/ (replay it:
-# build-fuzz/unittest/fuzz/<target> FILE).
+# build-fuzz/unittest/fuzz/<target> FILE). A target's own libFuzzer options
+# are in <target>.options next to its source.
 #   scripts/fuzz.sh --corpus           rewrites the seed corpus (make_fuzz_corpus)
 # Installs clang-14 and libclang-rt-14-dev when missing (scripts/install_deps.sh --fuzz).
 set -euo pipefail
@@ -31,6 +32,16 @@ BIN="$BUILD_DIR/unittest/fuzz"
 # samples' other programs are not compiled here.
 bin_of() { [ "$1" = resp_fuzz ] && echo "$BUILD_DIR/sample/kv/resp_fuzz" || echo "$BIN/$1"; }
 corpus_of() { [ "$1" = resp_fuzz ] && echo sample/kv/fuzz/corpus || echo "unittest/fuzz/corpus/$1"; }
+# A target's own libFuzzer options (say, -max_len), one per line, from the
+# "name = value" lines of <target>.options next to its source (ClusterFuzz's
+# format, [libfuzzer] section); the file says why each is there. Kept out of
+# the corpus directory, which --corpus rewrites.
+options_of() {
+  local f
+  f="$([ "$1" = resp_fuzz ] && echo sample/kv/fuzz || echo unittest/fuzz)/$1.options"
+  [ -f "$f" ] || return 0
+  sed -n 's/^[[:space:]]*\([a-z_]\+\)[[:space:]]*=[[:space:]]*\([^[:space:]]\+\)[[:space:]]*$/-\1=\2/p' "$f"
+}
 
 if [ "${1:-}" = "--corpus" ]; then
   rm -rf unittest/fuzz/corpus
@@ -52,8 +63,7 @@ for t in "${targets[@]}"; do
   echo "== fuzz: $t for ${SECONDS_PER_TARGET}s =="
   extra=()
   [ -n "${FUZZ_RUNS:-}" ] && extra+=(-runs="$FUZZ_RUNS")
-  # Each op of a sequence is a protocol step: shorter inputs, more of them.
-  [ "$t" = paxos_message_fuzz ] && extra+=(-max_len=1024)
+  while read -r opt; do extra+=("$opt"); done < <(options_of "$t")
   rc=0
   "$(bin_of "$t")" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$BUILD_DIR/crashes/$t/" "${extra[@]}" "$work/corpus" \

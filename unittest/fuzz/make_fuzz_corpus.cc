@@ -20,6 +20,7 @@
 #include "node/value_codec.h"
 #include "paxos.pb.h"
 #include "paxos/acceptor.h"
+#include "paxos/catchup.h"
 #include "paxos/core.h"
 #include "paxos/value.h"
 #include "unittest/fuzz/paxos_fuzz_input.h"
@@ -159,6 +160,16 @@ class Cluster {
     Exec(i, &out);
   }
 
+  // Queues bytes from node i to node id `to` (or all others), unless the
+  // fuzzed node is cut off.
+  void Send(int i, uint64_t to, const std::string& bytes) {
+    for (int j = 0; j < 3; ++j) {
+      if (j == i || (to != px::kBroadcast && to != nodes_[j].id)) continue;
+      if (isolated_ && (i == kFuzzed || j == kFuzzed)) continue;
+      net_.emplace_back(j, bytes);
+    }
+  }
+
   void Exec(int i, px::Outputs* out) {
     Node& n = nodes_[i];
     if (!out->persist.empty()) {
@@ -166,12 +177,15 @@ class Cluster {
       for (const auto& r : out->persist.records) n.records[r.first] = r.second;
       for (const auto& v : out->persist.variables) n.variables[v.first] = v.second;
     }
-    for (const px::OutMessage& m : out->messages) {
-      for (int j = 0; j < 3; ++j) {
-        if (j == i || (m.to != px::kBroadcast && m.to != nodes_[j].id)) continue;
-        if (isolated_ && (i == kFuzzed || j == kFuzzed)) continue;
-        net_.emplace_back(j, m.bytes);
-      }
+    for (const px::OutMessage& m : out->messages) Send(i, m.to, m.bytes);
+    // Catch-up from the log is a read the core plans for its runtime, done
+    // after the round's persist (paxos/catchup.h): without it, a node behind
+    // the others' chosen-value caches would never get a LEARN_VALUES.
+    for (const px::CatchupRead& read : out->catchup_reads) {
+      px::CatchupReply reply;
+      // Whatever it returns, the entries before a stop are good to send.
+      static_cast<void>(px::ReadCatchup(read, &n.log, &reply));
+      if (!reply.bytes.empty()) Send(i, read.peer, reply.bytes);
     }
     px::fuzz::TrackTimers(*out, &n.timers);
   }

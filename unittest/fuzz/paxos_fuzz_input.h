@@ -7,7 +7,8 @@
 //     kOpPropose  | len (1) | len bytes                 -> Propose (next token)
 //     kOpTimeout  | kind (1)                            -> OnTimeout (the live timer of kind)
 //     kOpCancel   | token (1)                           -> Cancel
-//     kOpRestart                                        -> crash (unsynced writes lost), reopen
+//     kOpRestart                                        -> crash (unsynced writes lost), reopen;
+//                                                          after kMaxRestarts of them, a no-op
 //   A length past the end of the input takes what is left. Op bytes are taken
 //   modulo kOpCount, so every byte string is a valid input.
 #ifndef CHORUS_UNITTEST_FUZZ_PAXOS_FUZZ_INPUT_H_
@@ -32,6 +33,10 @@ constexpr uint8_t kModeSingle = 0;
 constexpr uint8_t kModeSequence = 1;
 
 enum Op : uint8_t { kOpMessage = 0, kOpPropose, kOpTimeout, kOpCancel, kOpRestart, kOpCount };
+
+// The restarts of one sequence that crash and reopen the core (the reason
+// for the bound is at its use in paxos_message_fuzz.cc).
+constexpr int kMaxRestarts = 8;
 
 // Small limits, so that the window, the PROMISE budget, catch-up batches and
 // the chosen-value cache (values read back from the log) are all in reach of

@@ -114,6 +114,14 @@ std::string Take(const uint8_t** p, const uint8_t* end, size_t len) {
 
 void RunSequence(const uint8_t* p, const uint8_t* end) {
   FuzzedCore core;
+  // A restart is one byte but a whole reopen (recovery of everything the log
+  // holds), so mutations pile them up: in a corpus evolved for 20,000 runs
+  // they were 74% of all ops (median 1 per input, 90th percentile 61, up to
+  // 241), and the reopens most of the time per input. What a crash can do is
+  // set by the log it leaves, which the ops between crashes write; eight
+  // crash points per sequence reach those states, and the restarts after
+  // them are no-ops (kMaxRestarts in paxos_fuzz_input.h).
+  int restarts_left = kMaxRestarts;
   while (p < end) {
     const uint8_t op = *p++ % kOpCount;
     switch (op) {
@@ -136,7 +144,10 @@ void RunSequence(const uint8_t* p, const uint8_t* end) {
         if (p < end) core.Cancel(*p++);
         break;
       case kOpRestart:
-        core.Restart();
+        if (restarts_left > 0) {
+          --restarts_left;
+          core.Restart();
+        }
         break;
     }
   }

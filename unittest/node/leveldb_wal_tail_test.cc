@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "utils/coding.h"
 #include "utils/crc32c.h"
 
@@ -91,6 +94,39 @@ TEST(ScanWalTest, AValidRecordAfterTheDamageMeansTheMiddle) {
   scan = ScanWal(blocks);
   EXPECT_TRUE(scan.damaged);
   EXPECT_TRUE(scan.valid_after_damage);
+}
+
+// The search after damage looks at the type byte of each offset first
+// (leveldb_wal_tail.cc): a record must be found at every offset of the rest
+// of the block, whatever fills the bytes around it, and stale bytes that
+// hold record types (headers with wrong checksums) must not count.
+TEST(ScanWalTest, TheSearchAfterDamageFindsARecordAtAnyOffsetOfTheBlock) {
+  std::string damaged;
+  Append(&damaged, kFull, "xyz");
+  damaged[kHeaderSize + 1] ^= 1;  // a failed checksum at offset 0
+  std::vector<size_t> offsets;
+  for (size_t k = damaged.size() - 3; k < 300; ++k) offsets.push_back(k);
+  const size_t last_fit = kBlockSize - (kHeaderSize + 5);  // the record below ends the block
+  for (size_t k = last_fit - 20; k <= last_fit; ++k) offsets.push_back(k);
+  for (const char fill : {'\0', '\x01', '\x03', '\x04', '\xff'}) {
+    for (const size_t k : offsets) {
+      std::string record;
+      const uint8_t type = static_cast<uint8_t>(kFull + k % 4);
+      Append(&record, type, "valid");
+      std::string f = damaged;
+      f.resize(k, fill);
+      f += record;
+      f.append(k % 9, fill);
+      TailScan scan = ScanWal(f);
+      ASSERT_TRUE(scan.damaged) << "fill " << int(fill) << " at " << k;
+      EXPECT_EQ(scan.good_end, 0u);
+      ASSERT_TRUE(scan.valid_after_damage) << "fill " << int(fill) << " at " << k;
+      f[k + kHeaderSize] ^= 1;  // the same record, its checksum failed
+      scan = ScanWal(f);
+      ASSERT_TRUE(scan.damaged);
+      ASSERT_FALSE(scan.valid_after_damage) << "fill " << int(fill) << " at " << k;
+    }
+  }
 }
 
 TEST(ScanWalTest, AFragmentOutOfOrderIsDamageBeforeValidData) {
