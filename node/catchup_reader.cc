@@ -7,6 +7,7 @@
 #include "paxos/catchup.h"
 #include "utils/check.h"
 #include "utils/coding.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -54,6 +55,7 @@ void CatchupReader::Stop() {
 }
 
 void CatchupReader::Run() {
+  SetThreadName("chorus-catchup");
   for (;;) {
     Job job;
     {

@@ -7,6 +7,7 @@
 #include "node/core_options.h"
 #include "node/value_codec.h"
 #include "utils/coding.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -273,6 +274,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
 }
 
 void Group::Loop() {
+  SetThreadName("chorus-loop-g" + std::to_string(index_));
   loop_thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
   std::deque<Event> events;
   paxos::Outputs step;

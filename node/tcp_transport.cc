@@ -40,6 +40,7 @@
 #include "node/tcp_incoming.h"
 #include "node/tcp_peers.h"
 #include "utils/mutex.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -111,7 +112,10 @@ class TcpTransportImpl : public TcpTransport {
     if (!s.ok()) return s;
     receiver_ = std::move(receiver);
     started_ = true;
-    loop_ = std::thread([this] { Loop(); });
+    loop_ = std::thread([this] {
+      SetThreadName("chorus-tcp");
+      Loop();
+    });
     return Status::OK();
   }
 
