@@ -58,6 +58,10 @@
 // the values of the window is `cpu_us_per_value_by_node` (node 0 includes
 // the client threads); their sum is `cpu_us_per_value`. A figure that could
 // not be measured (a peer gone, no values) is -1.
+// Per thread (bench/thread_cpu.h): the same two instants also sample every
+// thread of the three processes; `threads_cpu_us_per_value` is node 0's CPU
+// per value by thread name, user and system ("clients": the client threads,
+// which live only in the window), `threads_cpu_us_per_value_by_node` all three.
 // MB/s (`mb_per_sec`) is values/s x --value_size / 1e6: payload bytes only,
 // without chorus's headers, the batch encoding or the replication fan-out.
 #include <signal.h>
@@ -83,6 +87,7 @@
 #include <gflags/gflags.h>
 
 #include "bench/bench_cluster.h"
+#include "bench/thread_cpu.h"
 #include "chorus/node.h"
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
@@ -241,6 +246,8 @@ struct Environment {
   double node0_cpu = 0;     // CPU cores node 0 (leader + clients) kept busy
   // CPU seconds each node process used in the window; -1 if unknown.
   std::vector<double> cpu_s_by_node;
+  // By thread name, per node (empty: not measured).
+  std::vector<std::map<std::string, chorus::bench::CpuTimes>> threads_by_node;
   int node0_is_master = -1;  // of group 0 at the window's start; -1: election off
   // Node 0, group 0, at the window's end (--checkpoint_interval).
   uint64_t checkpoints_made = 0;
@@ -381,6 +388,16 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
     if (us < 0) cpu_us_total = -1;
     if (cpu_us_total >= 0) cpu_us_total += us;
   }
+  std::string node0_threads_json, threads_json, threads_text;
+  for (size_t i = 0; i < 3; ++i) {
+    const auto* t = i < env.threads_by_node.size() ? &env.threads_by_node[i] : nullptr;
+    const double n = static_cast<double>(all.size());
+    const std::string json = t ? chorus::bench::CpuByThreadJson(*t, n) : "{}";
+    if (i == 0) node0_threads_json = json;
+    threads_json += (i == 0 ? "" : ",") + json;
+    threads_text += "; node " + std::to_string(i) + ": " +
+                    (t ? chorus::bench::CpuByThreadText(*t, n) : "-");
+  }
   std::string codes;
   for (const auto& [code, n] : failures) {
     if (!codes.empty()) codes += FLAGS_json ? "," : " ";
@@ -399,7 +416,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         "\"clients_by_node\":[%d,%d,%d],\"ops_per_sec_by_node\":%s,\"p50_ms_by_node\":%s,"
         "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d,"
         "\"checkpoint_interval\":%" PRIu64 ",\"log_keep\":%" PRIu64 ",\"checkpoints_made\":%" PRIu64
-        ",\"log_start\":%" PRIu64 ",\"secret\":%s}\n",
+        ",\"log_start\":%" PRIu64 ",\"secret\":%s,\"threads_cpu_us_per_value\":%s,"
+        "\"threads_cpu_us_per_value_by_node\":[%s]}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
         mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
@@ -410,7 +428,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         ClientsOf(2), by_node.ops.c_str(), by_node.p50.c_str(), by_node.p99.c_str(),
         FLAGS_node0_role.c_str(), env.node0_is_master, uint64_t{FLAGS_checkpoint_interval},
         uint64_t{FLAGS_log_keep}, env.checkpoints_made, env.log_start,
-        FLAGS_secret ? "true" : "false");
+        FLAGS_secret ? "true" : "false",
+        node0_threads_json.c_str(), threads_json.c_str());
   } else {
     std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients "
                 "(%d/%d/%d on nodes 0/1/2), %d-byte values, %d s, %s, election %s",
@@ -441,6 +460,7 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
     std::printf("(CPU us per value by node: node 0 %.2f (with the clients), node 1 %.2f, "
                 "node 2 %.2f; MB/s counts payload bytes only)\n",
                 cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2]);
+    std::printf("(CPU us per value by thread, user+sys%s)\n", threads_text.c_str());
     if (FLAGS_clients_on == "all") {
       std::printf("(by node 0/1/2: values/s %s, p50 ms %s, p99 ms %s)\n", by_node.ops.c_str(),
                   by_node.p50.c_str(), by_node.p99.c_str());
@@ -700,10 +720,17 @@ int RunNode() {
   const int64_t wait_ns = start_ns - MonotonicNs();
   if (wait_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
   const std::vector<double> cpu_before = SampleCpuSeconds(peers);
+  std::vector<chorus::bench::ThreadSample> threads_before = {chorus::bench::SampleThreads(0)};
+  for (pid_t pid : peers) threads_before.push_back(chorus::bench::SampleThreads(pid));
   const auto start = Clock::now();
   std::vector<ClientResult> results = RunWindow(node.get(), 0, ClientsOf(0), start_ns, end_ns);
   const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   const std::vector<double> cpu_after = SampleCpuSeconds(peers);
+  for (size_t i = 0; i < threads_before.size(); ++i) {
+    env.threads_by_node.push_back(chorus::bench::CpuByThreadName(
+        threads_before[i], chorus::bench::SampleThreads(i == 0 ? 0 : peers[i - 1]),
+        ClientsOf(static_cast<int>(i)) > 0 ? "clients" : "ended"));
+  }
   env.node0_cpu = (cpu_after[0] - cpu_before[0]) / elapsed_s;
   for (size_t i = 0; i < cpu_after.size(); ++i) {
     const bool known = cpu_before[i] >= 0 && cpu_after[i] >= 0;

@@ -7,6 +7,7 @@
 #include "paxos/catchup.h"
 #include "utils/check.h"
 #include "utils/coding.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -54,6 +55,7 @@ void CatchupReader::Stop() {
 }
 
 void CatchupReader::Run() {
+  SetThreadName("chorus-catchup");
   for (;;) {
     Job job;
     {
@@ -80,7 +82,7 @@ void CatchupReader::Serve(const Job& job) {
   // (the log was trimmed past the first instance asked for) has no entries
   // but bytes: it is sent.
   if (reply.bytes.empty()) return;
-  // The envelope Group::SendMessage puts on every message: the group index.
+  // The envelope Group::SendMessages puts on every message: the group index.
   std::string frame;
   frame.reserve(4 + reply.bytes.size());
   PutFixed32(&frame, job.group);

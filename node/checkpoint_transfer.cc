@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "node/checkpoint_transfer_internal.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -225,6 +226,7 @@ int CheckpointTransfer::TakeJob(std::deque<Job>* queue, CondVar* wake,
 }
 
 void CheckpointTransfer::ReceiveLoop() {
+  SetThreadName("chorus-ckpt-rx");
   for (;;) {
     // The earliest FETCH deadline (receive-thread state: read here only).
     Clock::time_point next = Clock::time_point::max();
@@ -248,6 +250,7 @@ void CheckpointTransfer::ReceiveLoop() {
 }
 
 void CheckpointTransfer::SendLoop() {
+  SetThreadName("chorus-ckpt-tx");
   for (;;) {
     // When the next idle pin expires (send-thread state).
     Clock::time_point next = Clock::time_point::max();

@@ -1,7 +1,7 @@
 // The checkpoint channel's messages (catch-up by checkpoint, issue 10).
 //
 // A group's paxos messages travel behind the u32 group index (Group::
-// SendMessage); the checkpoint channel of group g uses the prefix
+// SendMessages); the checkpoint channel of group g uses the prefix
 // kCheckpointChannel | g, so NodeImpl routes it to the node's
 // CheckpointTransfer instead of the group's core. Three messages, all
 // receiver-driven (the receiver asks for each chunk, one outstanding):

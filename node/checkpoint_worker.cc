@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "utils/check.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -51,6 +52,7 @@ void CheckpointWorker::Stop() {
 }
 
 void CheckpointWorker::Run() {
+  SetThreadName("chorus-ckpt");
   for (;;) {
     std::function<void()> job;
     {

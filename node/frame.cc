@@ -15,8 +15,9 @@ constexpr size_t kCrcOffset = 24;  // the crc32c follows magic, length, cluster,
 constexpr size_t kInitialPayloadReserve = 64 * 1024;
 }  // namespace
 
-std::string EncodeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::string& payload) {
-  char buf[kFrameHeaderSize];
+FrameHeader MakeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::string& payload) {
+  FrameHeader header;
+  char* buf = header.data();
   EncodeFixed32(buf, kFrameMagic);
   EncodeFixed32(buf + 4, static_cast<uint32_t>(payload.size()));
   EncodeFixed64(buf + 8, cluster_id);
@@ -24,7 +25,12 @@ std::string EncodeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::s
   uint32_t crc = crc32c::Extend(0, buf, kCrcOffset);
   crc = crc32c::Extend(crc, payload.data(), payload.size());
   EncodeFixed32(buf + kCrcOffset, crc);
-  return std::string(buf, kFrameHeaderSize);
+  return header;
+}
+
+std::string EncodeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::string& payload) {
+  const FrameHeader header = MakeFrameHeader(cluster_id, sender, payload);
+  return std::string(header.data(), header.size());
 }
 
 std::string EncodeFrame(uint64_t cluster_id, uint64_t sender, const std::string& payload) {

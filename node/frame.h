@@ -23,6 +23,7 @@
 #ifndef CHORUS_NODE_FRAME_H_
 #define CHORUS_NODE_FRAME_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -43,8 +44,14 @@ struct Frame {
   std::string payload;
 };
 
-// Returns the 28-byte header of a frame carrying `payload`.
-// REQUIRES: payload.size() fits in 32 bits (callers check their own limit).
+using FrameHeader = std::array<char, kFrameHeaderSize>;
+
+// Returns the 28-byte header of a frame carrying `payload`; it names the
+// sender, not the receiver, so one header serves every node the payload
+// goes to. REQUIRES: payload.size() fits in 32 bits (callers check their
+// own limit).
+FrameHeader MakeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::string& payload);
+// The same as a string.
 std::string EncodeFrameHeader(uint64_t cluster_id, uint64_t sender, const std::string& payload);
 
 // Returns header + payload in one string (tests, small frames).

@@ -7,6 +7,7 @@
 #include "node/core_options.h"
 #include "node/value_codec.h"
 #include "utils/coding.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -273,6 +274,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
 }
 
 void Group::Loop() {
+  SetThreadName("chorus-loop-g" + std::to_string(index_));
   loop_thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
   std::deque<Event> events;
   paxos::Outputs step;
@@ -374,13 +376,7 @@ void Group::ExecuteRound() {
     }
   }
   // 2. Send.
-  for (const paxos::OutMessage& m : round.messages) {
-    if (m.to == paxos::kBroadcast) {
-      for (uint64_t peer : membership_.broadcast_peers()) SendMessage(peer, m.bytes);
-    } else {
-      SendMessage(m.to, m.bytes);
-    }
-  }
+  SendMessages(round.messages);
   // 2b. Catch-up reads go to the reader thread, so this loop never waits on
   // them; only now, after the persist: they may cover this round's records.
   // A full reader drops (and counts) the read; the asker asks again.
@@ -426,13 +422,28 @@ void Group::ExecuteRound() {
   master_.AnswerSent();
 }
 
-void Group::SendMessage(uint64_t to, const std::string& bytes) {
-  // Envelope: the group index, then the core's message.
-  std::string frame;
-  frame.reserve(4 + bytes.size());
-  PutFixed32(&frame, index_);
-  frame.append(bytes);
-  Status s = env_.transport->Send(to, std::move(frame));
+void Group::SendMessages(const std::vector<paxos::OutMessage>& messages) {
+  // One batch for the round: the transport then writes what goes to one
+  // peer together, and a broadcast (an accept request carries the value) is
+  // enveloped and framed once for all its peers instead of once each.
+  MessageBatch batch;
+  const std::vector<uint64_t>& peers = membership_.broadcast_peers();
+  for (const paxos::OutMessage& m : messages) {
+    if (m.to == paxos::kBroadcast && peers.empty()) continue;  // alone in the group
+    // Envelope: the group index, then the core's message.
+    std::string frame;
+    frame.reserve(4 + m.bytes.size());
+    PutFixed32(&frame, index_);
+    frame.append(m.bytes);
+    const size_t index = batch.Add(std::move(frame));
+    if (m.to == paxos::kBroadcast) {
+      for (uint64_t peer : peers) batch.AddSend(peer, index);
+    } else {
+      batch.AddSend(m.to, index);
+    }
+  }
+  if (batch.empty()) return;
+  Status s = env_.transport->SendBatch(std::move(batch));
   if (!s.ok()) CHORUS_LOG(env_.logger, kDebug, "group %u: send: %s", index_, s.ToString().c_str());
 }
 

@@ -202,7 +202,8 @@ class Group {
   void Apply(const paxos::ChosenValue& chosen);
   void Finish(const paxos::ProposalResult& result);
   void Halt(const Status& why);
-  void SendMessage(uint64_t to, const std::string& bytes);
+  // Sends a round's messages behind the group's envelope, as one batch.
+  void SendMessages(const std::vector<paxos::OutMessage>& messages);
   // Hands the core the current time (monotonic ms): before every core input.
   void SetCoreNow();
   // Posts a call (kReadBarrier / kTransfer) and waits for the loop's answer

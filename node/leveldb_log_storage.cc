@@ -24,6 +24,7 @@
 #include "node/leveldb_wal_sync_env.h"
 #include "node/leveldb_wal_tail.h"
 #include "utils/mutex.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -220,6 +221,7 @@ class LevelDbLogStorage : public LogStorage {
   }
 
   void CompactLoop() {
+    SetThreadName("chorus-compact");
     uint64_t done = 0;
     MutexLock l(&compact_mu_);
     for (;;) {

@@ -312,6 +312,10 @@ void TcpIncoming::OnEvent(uint64_t id) {
       Close(it);
       return;
     }
+    // A short read took all the socket had: instead of a read that would
+    // only say EAGAIN, the next epoll_wait (level triggered) reports what
+    // arrives meanwhile, an EOF included.
+    if (static_cast<size_t>(n) < kReadChunk) return;
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "node/frame.h"
 #include "node/frame_auth.h"
 #include "node/socket_util.h"
 #include "node/tcp_peers.h"
@@ -20,15 +21,15 @@ namespace chorus {
 namespace tcp {
 
 struct TcpPeers::OutFrame {
-  std::string header;
-  std::string payload;
+  // Header and payload, shared by every peer the message goes to.
+  FramedPtr framed;
   // With a secret: the tag, made for the connection numbered
   // `tag_connection` (0: none yet). A frame written again on a new
   // connection gets a new tag there.
-  FrameTag tag;
+  FrameTag tag{};
   uint64_t tag_connection = 0;
   // Bytes counted against max_queued_bytes_per_peer (the tag is not).
-  size_t size() const { return header.size() + payload.size(); }
+  size_t size() const { return kFrameHeaderSize + framed->payload.size(); }
 };
 
 // One remote node at one address, and our outgoing connection to it.

@@ -18,7 +18,12 @@ namespace chorus {
 namespace tcp {
 
 namespace {
-constexpr int kMaxIov = 64;
+// Buffers per sendmsg: three a frame (header, payload, tag), so 85 frames
+// a call, a round's worth for one peer in one system call, well under
+// IOV_MAX (1024) and 4 KiB of stack. The bytes a call writes are bounded by
+// the socket's send buffer (the kernel takes what fits, the rest waits for
+// EPOLLOUT) and the memory queued by max_queued_bytes_per_peer.
+constexpr int kMaxIov = 256;
 }  // namespace
 
 TcpPeers::TcpPeers(const TcpTransportOptions& options, Epoll* epoll, Counters* counters,
@@ -296,12 +301,13 @@ void TcpPeers::Flush(Peer* peer) {
       // wire; a frame already tagged on this connection (partly written)
       // keeps its tag.
       if (auth_ != nullptr && f.tag_connection != peer->connection) {
-        f.tag = auth_->Sign(peer->nonce, peer->info.id(), peer->next_sequence++, f.header.data(),
-                            f.payload);
+        f.tag = auth_->Sign(peer->nonce, peer->info.id(), peer->next_sequence++,
+                            f.framed->header.data(), f.framed->payload);
         f.tag_connection = peer->connection;
       }
-      const std::pair<const char*, size_t> parts[] = {{f.header.data(), f.header.size()},
-                                                      {f.payload.data(), f.payload.size()},
+      const std::string& payload = f.framed->payload;
+      const std::pair<const char*, size_t> parts[] = {{f.framed->header.data(), kFrameHeaderSize},
+                                                      {payload.data(), payload.size()},
                                                       {f.tag.data(), tag_bytes_}};
       for (const auto& [data, size] : parts) {
         if (skip >= size) {

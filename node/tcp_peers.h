@@ -6,9 +6,15 @@
 // peer's queue under the peer's mutex and wakes the loop only when the queue
 // was empty (a non-empty queue means the loop already has a reason to come
 // back to it: a pending wake, an EPOLLOUT registration, a connect or a
-// resolution in progress, or a reconnect deadline). The loop (Service,
+// resolution in progress, or a reconnect deadline). EnqueueBatch (from
+// Transport::SendBatch: a group's round) queues many frames for many peers
+// with one wake, so the loop finds a round's frames for a peer together
+// instead of waking for the first and writing the rest one by one; a message
+// for several peers is framed once (the header names the sender, not the
+// receiver) and its bytes shared by their queues. The loop (Service,
 // OnEvent) connects lazily (only when something waits to be sent), takes the
-// whole queue at once and writes it with sendmsg; on a failed connect or a
+// whole queue at once and writes it with sendmsg, up to kMaxIov buffers
+// (header, payload, tag: 85 frames) a call; on a failed connect or a
 // broken connection it retries after a backoff that doubles from
 // reconnect_min_ms up to reconnect_max_ms (and starts again from min only
 // once a connection stayed up for reconnect_max_ms); a connect still pending
@@ -57,6 +63,7 @@
 #include <vector>
 
 #include "chorus/transport.h"
+#include "node/frame.h"
 #include "node/frame_auth.h"
 #include "node/tcp_conn_log.h"
 #include "node/tcp_epoll.h"
@@ -78,11 +85,27 @@ class TcpPeers {
   // Sets up the frame authenticator when options.cluster_secret is set.
   Status Init();
 
+  // A message framed once (header and payload, immutable), shared by the
+  // queues of every peer it goes to.
+  struct Framed {
+    FrameHeader header;
+    std::string payload;
+  };
+  using FramedPtr = std::shared_ptr<const Framed>;
+  // Any thread. Frames `message` (at most max_frame_bytes: the caller
+  // checked) as this node's.
+  FramedPtr Frame(std::string message) const;
+
   // Any thread. Queues `message` (at most max_frame_bytes: the caller
   // checked) for peer `to`. InvalidArgument for a node not in the book,
   // Stopped once the stop flag is set; ok also when the queue was full and
   // it was dropped.
   Status Enqueue(uint64_t to, std::string message);
+  // Any thread. Queues each (peer, frame) of `sends`, in order per peer, as
+  // Enqueue does, taking each peer's lock once and waking the loop at most
+  // once: the loop then writes a peer's frames together. Returns the first
+  // error Enqueue would have returned; the other sends are queued.
+  Status EnqueueBatch(const std::vector<std::pair<uint64_t, FramedPtr>>& sends);
 
   // Any thread. Makes `nodes` (valid, unique ids: the caller checked; self
   // is skipped) the book; see the file comment. Stopped once the stop flag

@@ -1,6 +1,7 @@
 // TcpPeers' address book (see tcp_peers.h): the Peers by node id, which
 // Enqueue (any thread) queues to, SetBook replaces and the loop brings its
 // connections in line with (ApplyBook).
+#include <algorithm>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -21,32 +22,59 @@ std::shared_ptr<TcpPeers::Peer> TcpPeers::NewPeer(const NodeInfo& info) {
   return peer;
 }
 
+TcpPeers::FramedPtr TcpPeers::Frame(std::string message) const {
+  auto framed = std::make_shared<Framed>();
+  framed->header = MakeFrameHeader(options_.cluster_id, self_id_, message);
+  framed->payload = std::move(message);
+  return framed;
+}
+
 Status TcpPeers::Enqueue(uint64_t to, std::string message) {
-  OutFrame frame;
-  frame.header = EncodeFrameHeader(options_.cluster_id, self_id_, message);
-  frame.payload = std::move(message);
+  return EnqueueBatch({{to, Frame(std::move(message))}});
+}
+
+Status TcpPeers::EnqueueBatch(const std::vector<std::pair<uint64_t, FramedPtr>>& sends) {
   // Shared: Sends from many threads go on together; SetBook waits for them.
   ReaderMutexLock bl(&book_mu_);
-  // The wake happens under the locks: Stop() passes through book_mu_ after
+  // The wake happens under the lock: Stop() passes through book_mu_ after
   // setting the stop flag (Barrier), so no Enqueue can wake the loop once
   // Stop goes on to close the wake descriptor.
   if (stop_->load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
-  auto it = book_.find(to);
-  if (it == book_.end()) {
-    return Status::InvalidArgument("node " + std::to_string(to) + " is not a member");
+  Status first;
+  bool wake = false;
+  // A round names a few peers: each is served in one pass over the sends,
+  // under its lock once, without sorting or allocating per send.
+  std::vector<uint64_t> served;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const uint64_t to = sends[i].first;
+    if (std::find(served.begin(), served.end(), to) != served.end()) continue;
+    served.push_back(to);
+    auto it = book_.find(to);
+    if (it == book_.end()) {
+      if (first.ok()) {
+        first = Status::InvalidArgument("node " + std::to_string(to) + " is not a member");
+      }
+      continue;
+    }
+    Peer* peer = it->second.get();
+    MutexLock l(&peer->mu);
+    const bool was_empty = peer->queue.empty();
+    for (size_t j = i; j < sends.size(); ++j) {
+      if (sends[j].first != to) continue;
+      OutFrame frame;
+      frame.framed = sends[j].second;
+      if (peer->queued_bytes + frame.size() > options_.max_queued_bytes_per_peer) {
+        // The peer is slow or down; the protocol retries.
+        Counters::Add(&counters_->sends_dropped_queue_full);
+        continue;
+      }
+      peer->queued_bytes += frame.size();
+      peer->queue.push_back(std::move(frame));
+    }
+    if (was_empty && !peer->queue.empty()) wake = true;
   }
-  Peer* peer = it->second.get();
-  MutexLock l(&peer->mu);
-  if (peer->queued_bytes + frame.size() > options_.max_queued_bytes_per_peer) {
-    // The peer is slow or down; the protocol retries.
-    Counters::Add(&counters_->sends_dropped_queue_full);
-    return Status::OK();
-  }
-  const bool was_empty = peer->queue.empty();
-  peer->queued_bytes += frame.size();
-  peer->queue.push_back(std::move(frame));
-  if (was_empty) wake_();
-  return Status::OK();
+  if (wake) wake_();
+  return first;
 }
 
 Status TcpPeers::SetBook(const std::vector<NodeInfo>& nodes) {

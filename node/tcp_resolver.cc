@@ -6,6 +6,7 @@
 
 #include "node/tcp_transport_testing.h"
 #include "utils/mutex.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 namespace tcp {
@@ -42,6 +43,7 @@ struct Resolver::State {
 };
 
 void Resolver::Run(const std::shared_ptr<State>& state) {
+  SetThreadName("chorus-resolve");
   MutexLock l(&state->mu);
   while (true) {
     state->cv.Wait(&state->mu, [&]() REQUIRES(state->mu) {

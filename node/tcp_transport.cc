@@ -40,6 +40,7 @@
 #include "node/tcp_incoming.h"
 #include "node/tcp_peers.h"
 #include "utils/mutex.h"
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -111,18 +112,49 @@ class TcpTransportImpl : public TcpTransport {
     if (!s.ok()) return s;
     receiver_ = std::move(receiver);
     started_ = true;
-    loop_ = std::thread([this] { Loop(); });
+    loop_ = std::thread([this] {
+      SetThreadName("chorus-tcp");
+      Loop();
+    });
     return Status::OK();
   }
 
   Status Send(uint64_t to, std::string message) override {
-    if (message.size() > options_.max_frame_bytes) {
-      return Status::TooLarge("message of " + std::to_string(message.size()) +
-                              " bytes exceeds max_frame_bytes " +
-                              std::to_string(options_.max_frame_bytes));
-    }
+    Status s = CheckSize(message);
+    if (!s.ok()) return s;
     if (to == self_id_) return SendToSelf(std::move(message));
     return peers_.Enqueue(to, std::move(message));
+  }
+
+  Status SendBatch(MessageBatch batch) override {
+    Status first;
+    auto note = [&first](const Status& s) {
+      if (first.ok() && !s.ok()) first = s;
+    };
+    // Each message is framed once, at its first send to a peer, and shared.
+    std::vector<tcp::TcpPeers::FramedPtr> framed(batch.messages.size());
+    std::vector<std::pair<uint64_t, tcp::TcpPeers::FramedPtr>> sends;
+    sends.reserve(batch.sends.size());
+    for (const auto& [to, index] : batch.sends) {
+      if (index >= batch.messages.size()) {
+        note(Status::InvalidArgument("MessageBatch send names no message"));
+        continue;
+      }
+      const std::string& bytes = framed[index] ? framed[index]->payload : batch.messages[index];
+      Status s = CheckSize(bytes);
+      if (!s.ok()) {
+        note(s);
+        continue;
+      }
+      if (to == self_id_) {
+        note(SendToSelf(bytes));  // a copy: delivered as a string of its own
+        continue;
+      }
+      if (!framed[index]) framed[index] = peers_.Frame(std::move(batch.messages[index]));
+      sends.emplace_back(to, framed[index]);
+    }
+    if (!sends.empty()) note(peers_.EnqueueBatch(sends));
+    return first;
   }
 
   void Stop() override {
@@ -157,6 +189,13 @@ class TcpTransportImpl : public TcpTransport {
   TransportStats stats() const override { return counters_.Snapshot(); }
 
  private:
+  Status CheckSize(const std::string& message) const {
+    if (message.size() <= options_.max_frame_bytes) return Status::OK();
+    return Status::TooLarge("message of " + std::to_string(message.size()) +
+                            " bytes exceeds max_frame_bytes " +
+                            std::to_string(options_.max_frame_bytes));
+  }
+
   Status SendToSelf(std::string message) {
     MutexLock l(&self_mu_);
     if (stop_.load(std::memory_order_relaxed)) return Status::Stopped("transport is stopped");
@@ -192,8 +231,11 @@ class TcpTransportImpl : public TcpTransport {
         const uint64_t tag = events[i].data.u64;
         switch (tcp::KindOf(tag)) {
           case Kind::kWake: {
+            // One read resets the eventfd's counter, however many wakes
+            // it added up. A failed one (EINTR) leaves it set: epoll (level
+            // triggered) reports it again.
             uint64_t v;
-            while (read(wake_fd_, &v, sizeof(v)) > 0) {
+            if (read(wake_fd_, &v, sizeof(v)) < 0) {
             }
             DeliverSelfMessages();
             break;

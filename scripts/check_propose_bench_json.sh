@@ -17,4 +17,9 @@ for field in ops_per_sec mb_per_sec cpu_us_per_value; do
 done
 grep -qE "\"cpu_us_per_value_by_node\":\[$pos,$pos,$pos\]" <<<"$out" ||
   fail "no \"cpu_us_per_value_by_node\" with 3 positive numbers"
+# The per-thread split names node 0's group loop and transport threads.
+for thread in chorus-loop-g0 chorus-tcp; do
+  grep -qE "\"threads_cpu_us_per_value\":\{.*\"$thread\":\{\"user\":$num,\"sys\":$num\}" <<<"$out" ||
+    fail "no \"$thread\" in \"threads_cpu_us_per_value\""
+done
 exit 0

@@ -24,7 +24,6 @@
 #include "utils/timer_thread.h"
 
 #include <linux/futex.h>
-#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,6 +34,8 @@
 #include <ctime>
 #include <string>
 #include <system_error>
+
+#include "utils/thread_name.h"
 
 namespace chorus {
 
@@ -554,7 +555,7 @@ void TimerThread::SweepHeap() {
 // scheduled earlier one (as if that Schedule came a moment later) or runs one
 // more task before noticing Stop.
 void TimerThread::Run() {
-  pthread_setname_np(pthread_self(), "chorus_timer");  // best effort, for top/perf
+  SetThreadName("chorus-timer");
   while (true) {
     {
       MutexLock lock(&mu_);

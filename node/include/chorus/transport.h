@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chorus/logging.h"
@@ -68,6 +69,24 @@ struct NodeInfo {
   bool operator!=(const NodeInfo& o) const { return !(*this == o); }
 };
 
+// Messages handed to Transport::SendBatch together: each message stored
+// once, however many nodes it goes to (an accept request to every acceptor
+// carries the same value).
+struct MessageBatch {
+  std::vector<std::string> messages;
+  // (node id, index into `messages`), in the order they are to be sent.
+  std::vector<std::pair<uint64_t, size_t>> sends;
+
+  // Appends a message and returns its index for AddSend.
+  size_t Add(std::string message) {
+    messages.push_back(std::move(message));
+    return messages.size() - 1;
+  }
+  // Sends messages[message] to `to`. REQUIRES: message < messages.size().
+  void AddSend(uint64_t to, size_t message) { sends.emplace_back(to, message); }
+  bool empty() const { return sends.empty(); }
+};
+
 class Transport {
  public:
   // Called for every verified incoming message, on a transport thread.
@@ -86,6 +105,18 @@ class Transport {
   // message exceeds the transport's maximum frame size, InvalidArgument for
   // an unknown node, Stopped after Stop(); ok does not mean delivered.
   virtual Status Send(uint64_t to, std::string message) = 0;
+
+  // Queues every send of `batch` as Send would, in the batch's order (per
+  // node, the order on the wire), and returns at once. A transport may use
+  // the batch to do less per message: the TCP transport hands all of a
+  // node's messages to its I/O thread at once (one wake-up, written
+  // together with sendmsg) and frames a message sent to several nodes once.
+  // Returns the first error Send would have returned (a message too large,
+  // an unknown node, Stopped; InvalidArgument for a send whose index names
+  // no message); the other sends are queued all the same. The
+  // default calls Send for each (a copy of the message each, the last
+  // moved), so every transport supports it.
+  virtual Status SendBatch(MessageBatch batch);
 
   // Stops all threads and closes every connection. Idempotent. After it
   // returns the receiver is never called again.
