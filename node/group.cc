@@ -184,29 +184,61 @@ uint64_t Group::NextProposalId() {
   return id;
 }
 
-Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
-                      uint64_t* instance_id, uint32_t* batch_index) {
+Status Group::CheckProposal(const std::string& value, const ExecuteContext* ctx, int* timeout_ms,
+                            int* state_machine_id) const {
   const Options& o = *env_.options;
-  int timeout_ms = o.propose_timeout_ms;
+  *timeout_ms = o.propose_timeout_ms;
   if (ctx != nullptr && ctx->timeout_ms != 0) {
     if (ctx->timeout_ms < 0) {
       return Status::InvalidArgument("ExecuteContext::timeout_ms must be >= 0, got " +
                                      std::to_string(ctx->timeout_ms));
     }
-    timeout_ms = ctx->timeout_ms;
+    *timeout_ms = ctx->timeout_ms;
   }
   if (stopped_.load(std::memory_order_acquire)) return Status::Stopped("the node is stopping");
-  if (std::this_thread::get_id() == loop_thread_id_.load(std::memory_order_acquire)) {
-    return Status::InvalidArgument("Propose called from inside Execute of group " +
-                                   std::to_string(index_) + ": it would wait for itself");
-  }
   if (value.size() > o.max_value_bytes) {
     return Status::TooLarge("value of " + std::to_string(value.size()) +
                             " bytes exceeds max_value_bytes " + std::to_string(o.max_value_bytes));
   }
+  return ResolveStateMachine(ctx, state_machine_id);
+}
+
+void Group::Stamp(ProposalWaiter* waiter, int timeout_ms) {
+  waiter->enqueued = env_.runtime->Now();
+  waiter->deadline = waiter->enqueued + std::chrono::milliseconds(timeout_ms);
+  waiter->value.proposal_id = NextProposalId();
+}
+
+bool Group::Post(const std::shared_ptr<ProposalWaiter>& waiter, const std::string& value,
+                 bool batch) {
+  if (batch) {
+    waiter->value.payload = value;  // packed with the others when the batch leaves
+    batch_.Add(waiter);             // answers it Stopped itself once closed
+    return true;
+  }
+  auto request = std::make_shared<ProposalRequest>();
+  request->value =
+      EncodeSingleValue(waiter->value.state_machine_id, waiter->value.proposal_id, value);
+  request->waiters.push_back(waiter);
+  request->enqueued = waiter->enqueued;
+  request->deadline = waiter->deadline;
+  Event event;
+  event.kind = Event::Kind::kPropose;
+  event.request = std::move(request);
+  return queue_->Push(std::move(event));
+}
+
+Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
+                      uint64_t* instance_id, uint32_t* batch_index) {
+  const Options& o = *env_.options;
+  int timeout_ms = 0;
   auto waiter = std::make_shared<ProposalWaiter>();
-  Status s = ResolveStateMachine(ctx, &waiter->value.state_machine_id);
+  Status s = CheckProposal(value, ctx, &timeout_ms, &waiter->value.state_machine_id);
   if (!s.ok()) return s;
+  if (std::this_thread::get_id() == loop_thread_id_.load(std::memory_order_acquire)) {
+    return Status::InvalidArgument("Propose called from inside Execute of group " +
+                                   std::to_string(index_) + ": it would wait for itself");
+  }
   // Overload protection: refuse at once rather than queue without bound.
   if (waiting_.fetch_add(1, std::memory_order_relaxed) >= o.max_waiting_proposals) {
     waiting_.fetch_sub(1, std::memory_order_relaxed);
@@ -227,26 +259,9 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
     MutexLock lock(&waiter->mu);  // not shared yet: uncontended
     waiter->ctx = ctx;
   }
-  waiter->enqueued = env_.runtime->Now();
-  waiter->deadline = waiter->enqueued + std::chrono::milliseconds(timeout_ms);
-  waiter->value.proposal_id = NextProposalId();
+  Stamp(waiter.get(), timeout_ms);
   if (ctx != nullptr) ctx->proposal_id = waiter->value.proposal_id;
-
-  if (batch) {
-    waiter->value.payload = value;  // packed with the others when the batch leaves
-    batch_.Add(waiter);
-  } else {
-    auto request = std::make_shared<ProposalRequest>();
-    request->value = EncodeSingleValue(waiter->value.state_machine_id, waiter->value.proposal_id,
-                                       value);
-    request->waiters.push_back(waiter);
-    request->enqueued = waiter->enqueued;
-    request->deadline = waiter->deadline;
-    Event event;
-    event.kind = Event::Kind::kPropose;
-    event.request = std::move(request);
-    if (!queue_->Push(std::move(event))) return Status::Stopped("the node is stopping");
-  }
+  if (!Post(waiter, value, batch)) return Status::Stopped("the node is stopping");
 
   int ignored = 0;
   const auto limit = std::chrono::milliseconds(timeout_ms) + kAnswerGrace;
