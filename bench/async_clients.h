@@ -42,7 +42,8 @@ struct AsyncSlotResult {
 };
 
 // Runs until `end` (steady clock), then until every proposal made was
-// answered. Returns one result per slot (`outstanding` of them).
+// answered. Returns one result per slot (`outstanding` of them), and prints
+// to stderr the mean time a done took (on the loop thread, mostly).
 std::vector<AsyncSlotResult> RunAsyncClients(Node* node, const AsyncClientsConfig& config,
                                              std::chrono::steady_clock::time_point end);
 
