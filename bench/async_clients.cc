@@ -26,11 +26,15 @@ class Submitter {
         results_(results) {}
 
   void Run(Clock::time_point end) {
+    end_ = end;
     for (size_t i = 0; i < slots_.size(); ++i) {
       slots_[i].value.assign(config_.value_size, static_cast<char>('a' + (first_slot_ + i) % 26));
       slots_[i].group = static_cast<uint32_t>((first_slot_ + static_cast<int>(i)) % config_.groups);
-      Submit(i);
     }
+    // Every slot is counted before the first call: with chain, a done may
+    // hand its slot back before the loop below submitted the next one.
+    in_flight_ = static_cast<int>(slots_.size());
+    for (size_t i = 0; i < slots_.size(); ++i) Submit(i);
     std::vector<size_t> back;
     bool stopping = false;
     while (in_flight_ > 0) {
@@ -52,7 +56,11 @@ class Submitter {
       for (size_t i : back) {
         --in_flight_;
         stopping = stopping || slots_[i].stopped;
-        if (!stopping && Clock::now() < end) Submit(i);
+        // With chain, a slot comes back only when it is done for good.
+        if (!config_.chain && !stopping && Clock::now() < end) {
+          ++in_flight_;
+          Submit(i);
+        }
       }
       back.clear();
     }
@@ -66,10 +74,9 @@ class Submitter {
     bool stopped = false;  // its last call got Stopped
   };
 
-  // REQUIRES: slot i is not in flight (this thread owns it).
+  // REQUIRES: slot i is not in flight (the calling thread owns it).
   void Submit(size_t i) {
     Slot& slot = slots_[i];
-    ++in_flight_;
     slot.began = Clock::now();
     const uint32_t group = slot.group;
     slot.group = (slot.group + 1) % static_cast<uint32_t>(config_.groups);
@@ -90,6 +97,13 @@ class Submitter {
       const auto us =
           std::chrono::duration_cast<std::chrono::microseconds>(entered - slots_[i].began).count();
       r.latencies_us.push_back(static_cast<uint32_t>(std::min<int64_t>(us, UINT32_MAX)));
+      if (config_.chain && entered < end_) {
+        // Propose again from here (the loop thread): the slot stays out.
+        Submit(i);  // the slot may be another done's from here on: not touched
+        std::lock_guard<std::mutex> lock(mu_);
+        AddDoneTime(entered);
+        return;
+      }
     } else {
       ++r.failures[Status::CodeName(s.code())];
       slots_[i].stopped = s.IsStopped();
@@ -97,7 +111,11 @@ class Submitter {
     std::lock_guard<std::mutex> lock(mu_);
     returned_.push_back(i);
     if (waiting_) cv_.notify_one();
-    // The whole done, the hand-back and its wake-up included.
+    AddDoneTime(entered);  // the whole done, the hand-back and its wake-up included
+  }
+
+  // REQUIRES: mu_ held.
+  void AddDoneTime(Clock::time_point entered) {
     done_ns_ += static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - entered).count());
     ++dones_;
@@ -118,7 +136,8 @@ class Submitter {
   const int first_slot_;
   std::vector<Slot> slots_;
   std::vector<AsyncSlotResult>* const results_;
-  int in_flight_ = 0;  // this thread only
+  Clock::time_point end_;  // set by Run before the first call
+  int in_flight_ = 0;      // Run's thread only: slots not handed back for good
 
   std::mutex mu_;
   std::vector<size_t> returned_;  // guarded by mu_: slots whose done ran

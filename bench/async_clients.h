@@ -11,7 +11,8 @@
 // application with its own event loop: chorus's loop answers, the
 // application's loop proposes. The submitter then waits for its last
 // proposals to be answered (every call gets exactly one done) before it
-// returns, so no done outlives the slots.
+// returns, so no done outlives the slots. With `chain`, a done proposes
+// its slot's next value itself and hands the slot back only at the end.
 #ifndef CHORUS_BENCH_ASYNC_CLIENTS_H_
 #define CHORUS_BENCH_ASYNC_CLIENTS_H_
 
@@ -32,6 +33,10 @@ struct AsyncClientsConfig {
   int groups = 1;         // round-robin over groups 0..groups-1
   size_t value_size = 100;
   bool batch = false;     // BatchProposeAsync instead of ProposeAsync
+  // Each done proposes its slot's next value itself, on the loop thread,
+  // instead of handing the slot back to its submitter: no application
+  // thread runs at all in the window (the core's own throughput).
+  bool chain = false;
 };
 
 // One slot's figures: the latency (us, submit to done) of every successful

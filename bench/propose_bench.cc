@@ -6,7 +6,7 @@
 //                 [--election [--clients_on=one|all] [--node0_role=any|master|follower]
 //                  [--reads]]
 //                 [--checkpoint_interval=N [--log_keep=K]] [--secret]
-//                 [--async [--async_submitters=1]]
+//                 [--async [--async_submitters=1] [--async_chain]]
 //
 // The program runs itself three times (fork + exec of /proc/self/exe with the
 // hidden --role=node): node 1 and node 2 just serve; node 0 also runs the
@@ -104,6 +104,8 @@ DEFINE_bool(async, false,
             "ProposeAsync (BatchProposeAsync with --batch): --clients proposals kept in flight "
             "by --async_submitters threads (bench/async_clients.h)");
 DEFINE_int32(async_submitters, 1, "with --async: the submitting threads");
+DEFINE_bool(async_chain, false,
+            "with --async: each done proposes the next value itself, on chorus's thread");
 DEFINE_int32(batch_count, 64, "Options::batch_max_count (with --batch)");
 DEFINE_int32(batch_delay_ms, 0, "Options::batch_delay_ms (with --batch)");
 DEFINE_int32(max_inflight, 64, "Options::max_inflight (instances in flight per group)");
@@ -408,7 +410,7 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         "\"clients_by_node\":[%d,%d,%d],\"ops_per_sec_by_node\":%s,\"p50_ms_by_node\":%s,"
         "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d,"
         "\"checkpoint_interval\":%" PRIu64 ",\"log_keep\":%" PRIu64 ",\"checkpoints_made\":%" PRIu64
-        ",\"log_start\":%" PRIu64 ",\"secret\":%s,\"async\":%s,\"async_submitters\":%d}\n",
+        ",\"log_start\":%" PRIu64 ",\"secret\":%s,\"async\":%s,\"async_submitters\":%d,\"async_chain\":%s}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
         mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
@@ -419,7 +421,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         ClientsOf(2), by_node.ops.c_str(), by_node.p50.c_str(), by_node.p99.c_str(),
         FLAGS_node0_role.c_str(), env.node0_is_master, uint64_t{FLAGS_checkpoint_interval},
         uint64_t{FLAGS_log_keep}, env.checkpoints_made, env.log_start,
-        FLAGS_secret ? "true" : "false", FLAGS_async ? "true" : "false", FLAGS_async_submitters);
+        FLAGS_secret ? "true" : "false", FLAGS_async ? "true" : "false", FLAGS_async_submitters,
+        FLAGS_async_chain ? "true" : "false");
   } else {
     std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients "
                 "(%d/%d/%d on nodes 0/1/2), %d-byte values, %d s, %s, election %s",
@@ -432,8 +435,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
                               : "Propose",
                 FLAGS_election ? "on" : "off");
     if (FLAGS_async) {
-      std::printf(", async (%d in flight from %d submitting thread(s))", FLAGS_clients,
-                  FLAGS_async_submitters);
+      std::printf(", async (%d in flight from %d submitting thread(s)%s)", FLAGS_clients,
+                  FLAGS_async_submitters, FLAGS_async_chain ? ", chained in done" : "");
     }
     if (FLAGS_secret) std::printf(", cluster_secret on");
     if (env.node0_is_master >= 0) {
@@ -536,6 +539,7 @@ std::vector<ClientResult> RunWindow(chorus::Node* node, int first, int count, in
     config.groups = FLAGS_groups;
     config.value_size = static_cast<size_t>(FLAGS_value_size);
     config.batch = FLAGS_batch;
+    config.chain = FLAGS_async_chain;
     std::vector<chorus::bench::AsyncSlotResult> slots =
         chorus::bench::RunAsyncClients(node, config, end);
     for (size_t i = 0; i < slots.size(); ++i) {
@@ -831,7 +835,8 @@ int RunParent(const char* argv0) {
                    flag("warmup_timeout_s", std::to_string(FLAGS_warmup_timeout_s)),
                    flag("node0_role", FLAGS_node0_role), bool_flag("reads", FLAGS_reads),
                    bool_flag("json", FLAGS_json), bool_flag("async", FLAGS_async),
-                   flag("async_submitters", std::to_string(FLAGS_async_submitters))});
+                   flag("async_submitters", std::to_string(FLAGS_async_submitters)),
+                   bool_flag("async_chain", FLAGS_async_chain)});
       // Node 0 samples its peers' CPU time (node 1, node 2) over the window.
       if (pids.size() == 2) {
         args.push_back(flag("peer_pids",
