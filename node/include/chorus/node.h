@@ -257,9 +257,10 @@ class Node {
   // TooLarge, Busy, Timeout at the call's deadline (ctx->timeout_ms or
   // Options::propose_timeout_ms; the value may still be chosen later),
   // Stopped, IOError, Corruption; node.h's Propose says what each means.
-  // Besides Propose's, Busy "too many async proposals": the group already
-  // has Options::max_async_proposals outstanding (queued or in flight, not
-  // yet handed to their done); back off, then retry.
+  // Besides Propose's Busy cases, Busy "overloaded" naming
+  // max_async_proposals: the group already has Options::max_async_proposals
+  // outstanding (queued or in flight, not yet handed to their done); back
+  // off, then retry.
   //
   // Which thread runs done:
   //  - The group's loop thread, right after the value is executed (or its
@@ -268,8 +269,10 @@ class Node {
   //    no context switch, which is the point of the call. So done MUST NOT
   //    BLOCK (no waiting on I/O, locks held long, or a blocking Propose:
   //    from there that returns InvalidArgument): while it runs the group
-  //    does nothing else. Hand slow work to your own executor. The loop's
-  //    own cost per done is a std::function call and a Status copy.
+  //    does nothing else. Hand slow work to your own executor. chorus's
+  //    own cost per done is a std::function call, a Status copy and the
+  //    metrics' relaxed counters; what done itself does is added to every
+  //    round of the group (README: ProposeAsync, measured).
   //  - The calling thread, before ProposeAsync returns, when the call is
   //    refused at once (InvalidArgument, TooLarge, Busy over
   //    max_async_proposals, Stopped after Stop()). So do not hold, across
@@ -279,10 +282,13 @@ class Node {
   //    every call made before it has had its done.
   // The dones of different calls may so run concurrently (a refusal on a
   // caller's thread while the loop runs another's).
+  // The deadline is enforced by the loop: while it is stuck (a hung disk)
+  // dones come late; there is no give-up of the caller's own, as a blocking
+  // Propose has after its deadline plus a grace period.
   // done may call ProposeAsync / BatchProposeAsync again (chaining): the
   // slot of the finished call is free by then. A done that proposes again
-  // must not do so on Stopped (it would be refused, inline, for ever), nor
-  // on Busy without backing off. done must not call Stop() or destroy the
+  // must not do so on Stopped (each refusal would call done again, inline:
+  // unbounded recursion), nor on Busy without backing off. done must not call Stop() or destroy the
   // node.
   //
   // Order: the calls of one thread to one group enter the group's queue in
