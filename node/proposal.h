@@ -65,14 +65,12 @@ struct ProposalWaiter {
   Status status;
   uint64_t instance = 0;
   uint32_t batch_index = 0;
-  bool answered = false;  // loop-private: Send was called
+  // Loop-private (AnswerStopped's for a waiter the loop never saw): answered.
+  bool answered = false;
 };
 
-// Loop thread only. Answers `waiter` with `status` unless it was answered
-// already: Send publishes the fields to the waiter (release), or tells the
-// loop the waiter gave up (stale ticket): then nobody reads them.
-// An asynchronous waiter's on_answer is called instead (and then dropped,
-// with what it holds).
+// Hands the filled fields to the waiter: Sends its ticket, or calls an
+// asynchronous waiter's on_answer (then dropped, with what it holds).
 inline void Deliver(ProposalWaiter* waiter) {
   if (waiter->notifier == nullptr) {
     std::function<void(ProposalWaiter*)> on_answer = std::move(waiter->on_answer);
@@ -83,6 +81,10 @@ inline void Deliver(ProposalWaiter* waiter) {
   waiter->notifier->Send(waiter->ticket, 0);
 }
 
+// Loop thread only. Answers `waiter` with `status` unless it was answered
+// already: Send publishes the fields to the waiter (release), or tells the
+// loop the waiter gave up (stale ticket): then nobody reads them. An
+// asynchronous waiter's done runs here, on this thread.
 inline void Answer(ProposalWaiter* waiter, const Status& status) {
   if (waiter->answered) return;
   waiter->answered = true;
