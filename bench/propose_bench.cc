@@ -6,6 +6,7 @@
 //                 [--election [--clients_on=one|all] [--node0_role=any|master|follower]
 //                  [--reads]]
 //                 [--checkpoint_interval=N [--log_keep=K]] [--secret]
+//                 [--async [--async_submitters=1] [--async_chain]]
 //
 // The program runs itself three times (fork + exec of /proc/self/exe with the
 // hidden --role=node): node 1 and node 2 just serve; node 0 also runs the
@@ -43,6 +44,9 @@
 // and the Status codes seen. Data dirs live in a temp dir that is removed at
 // the end; the parent always kills its children (and they die with it).
 //
+// --async: no thread per client; --clients asynchronous proposals are kept
+// in flight by --async_submitters threads (bench/async_clients.h); a
+// latency is then from the call to its done.
 // A "value" is one successful client call (with --batch, one BatchPropose
 // call, not the batch it left in); values/s counts them over the measured
 // window, which starts after the warm-up (one value chosen per group) and ends
@@ -86,6 +90,7 @@
 
 #include <gflags/gflags.h>
 
+#include "bench/async_clients.h"
 #include "bench/bench_cluster.h"
 #include "bench/thread_cpu.h"
 #include "chorus/node.h"
@@ -100,6 +105,12 @@ DEFINE_int32(value_size, 100, "bytes per proposed value");
 DEFINE_int32(seconds, 10, "measured duration");
 DEFINE_int32(groups, 1, "paxos groups; clients go round-robin over them");
 DEFINE_bool(batch, false, "use BatchPropose instead of Propose");
+DEFINE_bool(async, false,
+            "ProposeAsync (BatchProposeAsync with --batch): --clients proposals kept in flight "
+            "by --async_submitters threads (bench/async_clients.h)");
+DEFINE_int32(async_submitters, 1, "with --async: the submitting threads");
+DEFINE_bool(async_chain, false,
+            "with --async: each done proposes the next value itself, on chorus's thread");
 DEFINE_int32(batch_count, 64, "Options::batch_max_count (with --batch)");
 DEFINE_int32(batch_delay_ms, 0, "Options::batch_delay_ms (with --batch)");
 DEFINE_int32(max_inflight, 64, "Options::max_inflight (instances in flight per group)");
@@ -416,8 +427,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         "\"clients_by_node\":[%d,%d,%d],\"ops_per_sec_by_node\":%s,\"p50_ms_by_node\":%s,"
         "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d,"
         "\"checkpoint_interval\":%" PRIu64 ",\"log_keep\":%" PRIu64 ",\"checkpoints_made\":%" PRIu64
-        ",\"log_start\":%" PRIu64 ",\"secret\":%s,\"threads_cpu_us_per_value\":%s,"
-        "\"threads_cpu_us_per_value_by_node\":[%s]}\n",
+        ",\"log_start\":%" PRIu64 ",\"secret\":%s,\"async\":%s,\"async_submitters\":%d,\"async_chain\":%s,"
+        "\"threads_cpu_us_per_value\":%s,\"threads_cpu_us_per_value_by_node\":[%s]}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
         mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
@@ -428,8 +439,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         ClientsOf(2), by_node.ops.c_str(), by_node.p50.c_str(), by_node.p99.c_str(),
         FLAGS_node0_role.c_str(), env.node0_is_master, uint64_t{FLAGS_checkpoint_interval},
         uint64_t{FLAGS_log_keep}, env.checkpoints_made, env.log_start,
-        FLAGS_secret ? "true" : "false",
-        node0_threads_json.c_str(), threads_json.c_str());
+        FLAGS_secret ? "true" : "false", FLAGS_async ? "true" : "false", FLAGS_async_submitters,
+        FLAGS_async_chain ? "true" : "false", node0_threads_json.c_str(), threads_json.c_str());
   } else {
     std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients "
                 "(%d/%d/%d on nodes 0/1/2), %d-byte values, %d s, %s, election %s",
@@ -441,6 +452,10 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
                                     .c_str()
                               : "Propose",
                 FLAGS_election ? "on" : "off");
+    if (FLAGS_async) {
+      std::printf(", async (%d in flight from %d submitting thread(s)%s)", FLAGS_clients,
+                  FLAGS_async_submitters, FLAGS_async_chain ? ", chained in done" : "");
+    }
     if (FLAGS_secret) std::printf(", cluster_secret on");
     if (env.node0_is_master >= 0) {
       std::printf(" (node 0 %s)", env.node0_is_master ? "master" : "follower");
@@ -536,6 +551,22 @@ std::vector<ClientResult> RunWindow(chorus::Node* node, int first, int count, in
   if (wait_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
   const auto end = Clock::now() + std::chrono::nanoseconds(end_ns - MonotonicNs());
   std::vector<ClientResult> results(static_cast<size_t>(count));
+  if (FLAGS_async) {
+    chorus::bench::AsyncClientsConfig config;
+    config.outstanding = count;
+    config.submitters = FLAGS_async_submitters;
+    config.groups = FLAGS_groups;
+    config.value_size = static_cast<size_t>(FLAGS_value_size);
+    config.batch = FLAGS_batch;
+    config.chain = FLAGS_async_chain;
+    std::vector<chorus::bench::AsyncSlotResult> slots =
+        chorus::bench::RunAsyncClients(node, config, end);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      results[i].latencies_us = std::move(slots[i].latencies_us);
+      results[i].failures = std::move(slots[i].failures);
+    }
+    return results;
+  }
   std::vector<std::thread> threads;
   for (int i = 0; i < count; ++i) {
     threads.emplace_back(RunClient, node, first + i, end, &results[static_cast<size_t>(i)]);
@@ -776,6 +807,9 @@ std::string CheckFlags() {
   if (FLAGS_reads && (FLAGS_batch || FLAGS_clients_on != "one")) {
     return "--reads runs its clients in node 0, without --batch";
   }
+  if (FLAGS_async && (FLAGS_reads || FLAGS_clients_on != "one" || FLAGS_async_submitters < 1)) {
+    return "--async runs its proposals in node 0 (--async_submitters >= 1), without --reads";
+  }
   return "";
 }
 
@@ -826,7 +860,9 @@ int RunParent(const char* argv0) {
                   {"--run_clients", flag("seconds", std::to_string(FLAGS_seconds)),
                    flag("warmup_timeout_s", std::to_string(FLAGS_warmup_timeout_s)),
                    flag("node0_role", FLAGS_node0_role), bool_flag("reads", FLAGS_reads),
-                   bool_flag("json", FLAGS_json)});
+                   bool_flag("json", FLAGS_json), bool_flag("async", FLAGS_async),
+                   flag("async_submitters", std::to_string(FLAGS_async_submitters)),
+                   bool_flag("async_chain", FLAGS_async_chain)});
       // Node 0 samples its peers' CPU time (node 1, node 2) over the window.
       if (pids.size() == 2) {
         args.push_back(flag("peer_pids",

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "chorus/log_storage.h"
+#include "chorus/node.h"
 #include "chorus/options.h"
 #include "chorus/state_machine.h"
 #include "chorus/transport.h"
@@ -117,6 +118,14 @@ class Group {
   Status Propose(const std::string& value, ExecuteContext* ctx, bool batch,
                  uint64_t* instance_id, uint32_t* batch_index);
 
+  // Thread-safe, never blocks. See Node::ProposeAsync / BatchProposeAsync
+  // (group_async.cc): `done` is called exactly once, maybe before this
+  // returns. `began`: when the node's call began (for the metrics).
+  void ProposeAsync(const std::string& value, ProposeCallback done, const ExecuteContext* ctx,
+                    bool batch, std::chrono::steady_clock::time_point began);
+  // Asynchronous proposals whose done has not been called yet (for tests).
+  int async_outstanding() const { return async_outstanding_.load(std::memory_order_relaxed); }
+
   // Thread-safe. See Node::ReadBarrier, TransferMaster (target 0: StepDown).
   // REQUIRES: Options::master_election (the node checks it).
   Status ReadBarrier(uint64_t* instance);
@@ -188,6 +197,15 @@ class Group {
         std::vector<StateMachine*> state_machines);
 
   Status ResolveStateMachine(const ExecuteContext* ctx, int* id) const;
+  // What every proposal passes before it is queued (Propose's contract):
+  // the deadline of ctx, stopped, max_value_bytes, the state machine.
+  Status CheckProposal(const std::string& value, const ExecuteContext* ctx, int* timeout_ms,
+                       int* state_machine_id) const;
+  // Sets the waiter's enqueue time, deadline and proposal id.
+  void Stamp(ProposalWaiter* waiter, int timeout_ms);
+  // Queues the waiter's value (alone, or into the pending batch). False:
+  // the queue is closed and nobody will answer it (a batch answers itself).
+  bool Post(const std::shared_ptr<ProposalWaiter>& waiter, const std::string& value, bool batch);
   void Loop();
   void HandleEvent(Event* event, paxos::Outputs* step);
   // Executes the current round, then rounds of what the executed ones
@@ -252,6 +270,8 @@ class Group {
   std::atomic<bool> stopped_{false};
   // Proposers waiting for an answer (queued, in flight or executing).
   std::atomic<int> waiting_{0};
+  // Asynchronous proposals not yet handed to their done (max_async_proposals).
+  std::atomic<int> async_outstanding_{0};
   std::atomic<uint64_t> dropped_messages_{0};  // inbound queue full
   // The next instance the state machines execute (written by the loop).
   std::atomic<uint64_t> next_execute_{0};

@@ -222,6 +222,37 @@ Status NodeImpl::BatchPropose(uint32_t group, const std::string& value, uint64_t
                                     began);
 }
 
+void NodeImpl::StartAsync(uint32_t group, const std::string& value, ProposeCallback done,
+                          const ExecuteContext* ctx, bool batch) {
+  const auto began = std::chrono::steady_clock::now();
+  ActiveCall call(this);
+  Status refused;
+  Group* g = nullptr;
+  if (call.stopping()) {
+    refused = Status::Stopped("the node is stopping");
+  } else if ((g = FindGroup(group)) == nullptr) {
+    refused = Status::InvalidArgument("no group " + std::to_string(group));
+  }
+  if (g == nullptr) {
+    ProposeResult none;
+    if (done) done(refused, &none);
+    return;
+  }
+  // Stop() answers it (Group::Stop) if it does not end sooner; this call
+  // only has to stay counted while it touches the group.
+  g->ProposeAsync(value, std::move(done), ctx, batch, began);
+}
+
+void NodeImpl::ProposeAsync(uint32_t group, const std::string& value, ProposeCallback done,
+                            const ExecuteContext* ctx) {
+  StartAsync(group, value, std::move(done), ctx, /*batch=*/false);
+}
+
+void NodeImpl::BatchProposeAsync(uint32_t group, const std::string& value, ProposeCallback done,
+                                 const ExecuteContext* ctx) {
+  StartAsync(group, value, std::move(done), ctx, /*batch=*/true);
+}
+
 // The queries keep answering after Stop() (the groups stay allocated until
 // the destructor); they register like the proposals so that the destructor
 // waits for them too.

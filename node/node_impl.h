@@ -43,6 +43,10 @@ class NodeImpl : public Node {
                  ExecuteContext* ctx) override;
   Status BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
                       uint32_t* batch_index, ExecuteContext* ctx) override;
+  void ProposeAsync(uint32_t group, const std::string& value, ProposeCallback done,
+                    const ExecuteContext* ctx) override;
+  void BatchProposeAsync(uint32_t group, const std::string& value, ProposeCallback done,
+                         const ExecuteContext* ctx) override;
   uint64_t GetNowInstanceId(uint32_t group) const override;
   uint64_t GetMinChosenInstanceId(uint32_t group) const override;
   uint64_t node_id() const override { return options_.self.id(); }
@@ -100,6 +104,9 @@ class NodeImpl : public Node {
   Status MasterGroup(const ActiveCall& call, uint32_t group, bool refuse_when_stopping,
                      Group** out) const;
   Status Transfer(uint32_t group, uint64_t target);
+  // ProposeAsync / BatchProposeAsync.
+  void StartAsync(uint32_t group, const std::string& value, ProposeCallback done,
+                  const ExecuteContext* ctx, bool batch);
   // ---- Membership (node_membership.cc) ----
   struct RemoteCall;
   // A membership call: to the master, retried on NotMaster until the deadline.

@@ -171,6 +171,7 @@ Status ValidateNodeOptions(const Options& o) {
                    std::to_string(o.catch_up_margin_instances));
   }
   if (!(s = CheckPositive("max_waiting_proposals", o.max_waiting_proposals)).ok()) return s;
+  if (!(s = CheckPositive("max_async_proposals", o.max_async_proposals)).ok()) return s;
   if (!(s = CheckPositive("max_queue_wait_ms", o.max_queue_wait_ms)).ok()) return s;
   if (!(s = CheckPositive("batch_max_count", o.batch_max_count)).ok()) return s;
   if (!(s = CheckPositive("batch_max_bytes", static_cast<long long>(o.batch_max_bytes))).ok()) return s;

@@ -7,11 +7,16 @@
 // Stopped...) by filling the waiter's result fields and then Send()ing the
 // waiter's ticket. Notifier::Send/Wait order those writes before the
 // waiter's reads (release/acquire on the notifier's state word).
+// An asynchronous waiter (Node::ProposeAsync) has no Notifier: answering it
+// calls its on_answer instead, on the answering thread (the loop, or Stop's
+// thread once the loop is joined), which hands the fields to the
+// application's done. Nobody waits, so nothing needs publishing.
 #ifndef CHORUS_NODE_PROPOSAL_H_
 #define CHORUS_NODE_PROPOSAL_H_
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,8 +31,11 @@ namespace chorus {
 
 struct ProposalWaiter {
   // Set by the proposing thread before the request is posted; then read-only.
+  // A blocking proposer's Notifier and ticket; or, for an asynchronous one,
+  // on_answer (notifier null), called once by Answer / AnswerStopped.
   Notifier* notifier = nullptr;
   uint64_t ticket = 0;
+  std::function<void(ProposalWaiter* waiter)> on_answer;
   // The state machine it is for; and for BatchPropose the value itself,
   // until its batch is packed.
   AppValue value;
@@ -47,30 +55,50 @@ struct ProposalWaiter {
   Mutex mu;
   ExecuteContext* ctx GUARDED_BY(mu) = nullptr;
   bool abandoned GUARDED_BY(mu) = false;
+  // An asynchronous waiter's context: ctx points here (it is never
+  // abandoned). Written by Execute on the loop; read by on_answer, on the
+  // loop or after it was joined.
+  ExecuteContext async_ctx;
 
   // Written by the loop only, before Send(ticket); read by the proposer after
   // its Wait returned ok.
   Status status;
   uint64_t instance = 0;
   uint32_t batch_index = 0;
-  bool answered = false;  // loop-private: Send was called
+  // Loop-private (AnswerStopped's for a waiter the loop never saw): answered.
+  bool answered = false;
 };
+
+// Hands the filled fields to the waiter: Sends its ticket, or calls an
+// asynchronous waiter's on_answer (then dropped, with what it holds).
+inline void Deliver(ProposalWaiter* waiter) {
+  if (waiter->notifier == nullptr) {
+    std::function<void(ProposalWaiter*)> on_answer = std::move(waiter->on_answer);
+    waiter->on_answer = nullptr;
+    if (on_answer) on_answer(waiter);
+    return;
+  }
+  waiter->notifier->Send(waiter->ticket, 0);
+}
 
 // Loop thread only. Answers `waiter` with `status` unless it was answered
 // already: Send publishes the fields to the waiter (release), or tells the
-// loop the waiter gave up (stale ticket): then nobody reads them.
+// loop the waiter gave up (stale ticket): then nobody reads them. An
+// asynchronous waiter's done runs here, on this thread.
 inline void Answer(ProposalWaiter* waiter, const Status& status) {
   if (waiter->answered) return;
   waiter->answered = true;
   waiter->status = status;
-  waiter->notifier->Send(waiter->ticket, 0);
+  Deliver(waiter);
 }
 
 // Answers a waiter with Stopped from a thread other than the loop; only for
-// waiters the loop never saw (their request could not be queued).
+// waiters the loop never saw (their request could not be queued). Never
+// called with a lock held that an asynchronous waiter's done may take.
 inline void AnswerStopped(ProposalWaiter* waiter) {
+  waiter->answered = true;
   waiter->status = Status::Stopped("the node is stopping");
-  waiter->notifier->Send(waiter->ticket, 0);
+  Deliver(waiter);
 }
 
 struct ProposalRequest {

@@ -48,38 +48,44 @@ void ProposeBatch::Post(Event event) {
 }
 
 void ProposeBatch::Add(std::shared_ptr<ProposalWaiter> waiter) {
+  // Batches to post, and a waiter refused, are handled after mu_ is
+  // released: answering an asynchronous waiter runs the application's done,
+  // which may call BatchProposeAsync (and so Add) again.
+  std::shared_ptr<ProposalRequest> overflow;
   std::shared_ptr<ProposalRequest> full;
   bool first = false;
   {
     MutexLock lock(&mu_);
-    if (closed_) {
-      AnswerStopped(waiter.get());
-      return;
-    }
-    // Never let one value push a batch past batch_max_bytes: send what is
-    // pending first, and start a new batch with this value.
-    if (!pending_.empty() &&
-        pending_bytes_ + waiter->value.payload.size() > options_->batch_max_bytes) {
-      Event event;
-      event.kind = Event::Kind::kPropose;
-      event.request = TakeLocked();
-      Post(std::move(event));  // under mu_: Push only takes the queue's lock
-    }
-    pending_bytes_ += waiter->value.payload.size();
-    pending_.push_back(std::move(waiter));
-    first = pending_.size() == 1;
-    if (pending_.size() >= static_cast<size_t>(options_->batch_max_count) ||
-        pending_bytes_ >= options_->batch_max_bytes) {
-      full = TakeLocked();
+    if (!closed_) {
+      // Never let one value push a batch past batch_max_bytes: send what is
+      // pending first, and start a new batch with this value.
+      if (!pending_.empty() &&
+          pending_bytes_ + waiter->value.payload.size() > options_->batch_max_bytes) {
+        overflow = TakeLocked();
+      }
+      pending_bytes_ += waiter->value.payload.size();
+      pending_.push_back(std::move(waiter));
+      first = pending_.size() == 1;
+      if (pending_.size() >= static_cast<size_t>(options_->batch_max_count) ||
+          pending_bytes_ >= options_->batch_max_bytes) {
+        full = TakeLocked();
+      }
     }
   }
-  if (full) {
-    Event event;
-    event.kind = Event::Kind::kPropose;
-    event.request = std::move(full);
-    Post(std::move(event));
+  if (waiter) {  // not moved: the batch is closed
+    AnswerStopped(waiter.get());
     return;
   }
+  // Posted in the order they were taken: the overflow first.
+  const bool sent_full = full != nullptr;
+  for (std::shared_ptr<ProposalRequest>* r : {&overflow, &full}) {
+    if (!*r) continue;
+    Event event;
+    event.kind = Event::Kind::kPropose;
+    event.request = std::move(*r);
+    Post(std::move(event));
+  }
+  if (sent_full) return;
   if (!first) return;  // the first value's flush is already on its way
   Event flush;
   flush.kind = Event::Kind::kFlushBatch;

@@ -2,11 +2,13 @@
 # Runs a short propose_bench and checks that its JSON object holds the
 # throughput, MB/s and CPU-per-value fields as positive numbers (ctest
 # propose_bench_json, label sample). It asserts no speed: any positive figure
-# passes.
-#   scripts/check_propose_bench_json.sh PROPOSE_BENCH
+# passes. Extra arguments go to propose_bench (e.g. --async); with --async
+# the JSON must say so.
+#   scripts/check_propose_bench_json.sh PROPOSE_BENCH [propose_bench flags...]
 set -uo pipefail
-prog=${1:?usage: check_propose_bench_json.sh PROPOSE_BENCH}
-out=$("$prog" --seconds=1 --clients=4 --json 2>&1)
+prog=${1:?usage: check_propose_bench_json.sh PROPOSE_BENCH [flags...]}
+shift
+out=$("$prog" --seconds=1 --clients=4 --json "$@" 2>&1)
 rc=$?
 fail() { echo "check_propose_bench_json: $*" >&2; echo "$out" >&2; exit 1; }
 [ "$rc" -eq 0 ] || fail "propose_bench exited with $rc"
@@ -22,4 +24,7 @@ for thread in chorus-loop-g0 chorus-tcp; do
   grep -qE "\"threads_cpu_us_per_value\":\{.*\"$thread\":\{\"user\":$num,\"sys\":$num\}" <<<"$out" ||
     fail "no \"$thread\" in \"threads_cpu_us_per_value\""
 done
+case " $* " in
+  *" --async "*) grep -q '"async":true' <<<"$out" || fail "no \"async\":true" ;;
+esac
 exit 0

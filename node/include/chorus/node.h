@@ -17,6 +17,7 @@
 #define CHORUS_NODE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,6 +115,30 @@ struct GroupStatus {
   MemberRole role = MemberRole::kVoter;
   uint64_t membership_version = 0;
 };
+
+// What an asynchronous proposal (Node::ProposeAsync) hands its `done`. Every
+// field says what the same field of Propose says: meaningful only when done's
+// Status is OK, otherwise zero / empty (proposal_id excepted).
+struct ProposeResult {
+  // The instance the value was chosen at (Propose's *instance_id) and its
+  // position there (BatchPropose's *batch_index; 0 unbatched).
+  uint64_t instance = 0;
+  uint32_t batch_index = 0;
+  // What Execute wrote to its ctx->output, and the Status Execute returned
+  // (the application's result; never one of chorus's codes).
+  std::string output;
+  Status result;
+  // As ExecuteContext::proposal_id: set whatever the outcome once the value
+  // was queued (0 when it was refused before: InvalidArgument, TooLarge,
+  // Busy over max_async_proposals, Stopped at the call).
+  uint64_t proposal_id = 0;
+};
+
+// Called exactly once per ProposeAsync / BatchProposeAsync call with
+// chorus's Status (the same codes as Propose) and the result. *result is
+// chorus's and valid only during the call: move what you keep (e.g.
+// std::move(result->output)). See Node::ProposeAsync for the thread it runs on.
+using ProposeCallback = std::function<void(const Status& status, ProposeResult* result)>;
 
 class Node {
  public:
@@ -214,6 +239,73 @@ class Node {
   // their calls'.
   virtual Status BatchPropose(uint32_t group, const std::string& value, uint64_t* instance_id,
                               uint32_t* batch_index, ExecuteContext* ctx = nullptr) = 0;
+
+  // ---- Asynchronous proposals ----
+  //
+  // Proposes `value` to `group` like Propose, but returns at once and never
+  // blocks: the outcome comes to `done` (may be empty: fire and forget).
+  // For applications that run their own event loop (an RPC framework,
+  // coroutines): no thread waits per proposal, and no wake-up is spent on a
+  // thread that only hands the result on.
+  //
+  // ctx (optional, read during the call only): state_machine_id, timeout_ms
+  // and user, as for Propose (Execute gets its own ExecuteContext with that
+  // user; what it writes to output comes in done's ProposeResult).
+  //
+  // done is called EXACTLY ONCE per call, with the Status Propose would have
+  // returned: OK (executed on this node), NotMaster, InvalidArgument,
+  // TooLarge, Busy, Timeout at the call's deadline (ctx->timeout_ms or
+  // Options::propose_timeout_ms; the value may still be chosen later),
+  // Stopped, IOError, Corruption; node.h's Propose says what each means.
+  // Besides Propose's Busy cases, Busy "overloaded" naming
+  // max_async_proposals: the group already has Options::max_async_proposals
+  // outstanding (queued or in flight, not yet handed to their done); back
+  // off, then retry.
+  //
+  // Which thread runs done:
+  //  - The group's loop thread, right after the value is executed (or its
+  //    deadline passes, or the group halts): the same thread that runs
+  //    Execute, in instance order. This costs the proposal no wake-up and
+  //    no context switch, which is the point of the call. So done MUST NOT
+  //    BLOCK (no waiting on I/O, locks held long, or a blocking Propose:
+  //    from there that returns InvalidArgument): while it runs the group
+  //    does nothing else. Hand slow work to your own executor. chorus's
+  //    own cost per done is a std::function call, a Status copy and the
+  //    metrics' relaxed counters; what done itself does is added to every
+  //    round of the group (README: ProposeAsync, measured).
+  //  - The calling thread, before ProposeAsync returns, when the call is
+  //    refused at once (InvalidArgument, TooLarge, Busy over
+  //    max_async_proposals, Stopped after Stop()). So do not hold, across
+  //    ProposeAsync, a lock that done takes.
+  //  - The thread running Stop() (or the destructor), with Stopped, for the
+  //    calls still outstanding when the node stops: once Stop() returns,
+  //    every call made before it has had its done.
+  // The dones of different calls may so run concurrently (a refusal on a
+  // caller's thread while the loop runs another's).
+  // The deadline is enforced by the loop: while it is stuck (a hung disk)
+  // dones come late; there is no give-up of the caller's own, as a blocking
+  // Propose has after its deadline plus a grace period.
+  // done may call ProposeAsync / BatchProposeAsync again (chaining): the
+  // slot of the finished call is free by then. A done that proposes again
+  // must not do so on Stopped (each refusal would call done again, inline:
+  // unbounded recursion), nor on Busy without backing off. done must not call Stop() or destroy the
+  // node.
+  //
+  // Order: the calls of one thread to one group enter the group's queue in
+  // call order and are proposed in that order; with a stable master their
+  // values are chosen in that order too (a retry after a lost ballot, or a
+  // change of master, may reorder values in flight, as for Propose).
+  virtual void ProposeAsync(uint32_t group, const std::string& value, ProposeCallback done,
+                            const ExecuteContext* ctx = nullptr) = 0;
+
+  // ProposeAsync whose value may share one paxos instance with other
+  // concurrent BatchPropose / BatchProposeAsync calls of the group, as
+  // BatchPropose (Options batch_*): one instance, one fate, and one
+  // deadline, the earliest of theirs. ProposeResult::batch_index is its
+  // position there. Cheaper per value than ProposeAsync under load (one
+  // paxos instance and one Execute round for up to batch_max_count values).
+  virtual void BatchProposeAsync(uint32_t group, const std::string& value, ProposeCallback done,
+                                 const ExecuteContext* ctx = nullptr) = 0;
 
   // The next instance id this node will execute in `group` (0 for a bad group).
   virtual uint64_t GetNowInstanceId(uint32_t group) const = 0;

@@ -149,6 +149,18 @@ struct Options {
   // flight) beyond this are rejected at once with Busy ("overloaded").
   // Default 10000.
   int max_waiting_proposals = 10000;
+  // Asynchronous proposals (Node::ProposeAsync, BatchProposeAsync)
+  // outstanding per group (queued, in flight, or executed and not yet
+  // handed to their done) beyond this are refused at once with Busy. A
+  // caller of ProposeAsync never blocks, so without a bound a tight loop
+  // would queue without limit. Default 10000, as max_waiting_proposals: far
+  // more than the group can work on at once (2 x max_inflight instances of
+  // up to batch_max_count values), so it only refuses a caller that runs
+  // ahead of the group (10000 values are about half a second of work at
+  // the 20,000+ values/s propose_bench measures; beyond about
+  // max_queue_wait_ms of work they would fail Busy "overloaded" anyway),
+  // and it costs memory only when used (a value plus about 0.5 KB each).
+  int max_async_proposals = 10000;
   // A group works on at most 2 x max_inflight proposals at once; the others
   // wait, in arrival order. One that waited longer than this before it was
   // proposed is failed with Busy (before its own deadline): "overloaded"
