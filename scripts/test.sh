@@ -11,7 +11,7 @@
 #             are CPU-bound and 12x slower instrumented.
 #   asan      builds everything (library, tests, samples, tools, benches) in
 #             build-asan with clang-14, -Werror, ASan+UBSan
-#             (-DCHORUS_SANITIZE=address,undefined) and the thread-safety
+#             (-DCHORUS_SANITIZE=address,undefined, -O0 -g1) and the thread-safety
 #             analysis (-DCHORUS_THREAD_SAFETY=ON: a lock annotation of
 #             utils/mutex.h the code breaks is a compile error), and runs the
 #             whole suite under it but the nemesis and the seed sweeps: unit,
@@ -85,15 +85,21 @@ end() {
 }
 wanted() { [[ " $STAGES " == *" $1 "* ]]; }
 
-# The sanitizer builds use -O1 -g1 (line tables: enough for the reports'
-# stack traces) instead of RelWithDebInfo's -O2 -g: with ASan+UBSan that
-# halves the compile time (node/group.cc: 22.7 s of CPU instead of 44.4 s).
+# The TSan build uses -O1 -g1 (line tables: enough for the reports' stack
+# traces) instead of RelWithDebInfo's -O2 -g, which halves a sanitizer
+# build's compile time (node/group.cc with ASan+UBSan: 22.7 s of CPU instead
+# of 44.4 s).
 SANITIZER_FLAGS=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
 # clang-14 builds the ASan+UBSan tree: 1.7x faster to compile than GCC's
 # ASan+UBSan (node/group.cc 10.5 s instead of 18.7 s, a gtest file 8.9 s
 # instead of 15.1 s, cold, one core each), and it is where the thread-safety
 # analysis runs.
-ASAN_BUILD=(-DCHORUS_SANITIZE=address,undefined "${SANITIZER_FLAGS[@]}" -DCHORUS_THREAD_SAFETY=ON)
+# And at -O0: clang's ASan+UBSan build of everything took 987 s of CPU at
+# -O0 -g1 against 1,590 s at -O1 -g1 (the machine shared, both cold), and its
+# tests 1.43x the time (241.5 s against 168.8 s summed over 402 tests; most of
+# it one CPU-bound test, MasterTest.RandomSchedules..., 80 s against 17 s).
+ASAN_BUILD=(-DCHORUS_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -g1 -DNDEBUG"
+            -DCHORUS_THREAD_SAFETY=ON)
 
 # Sanitizer reports are failures: a UBSan finding stops its test
 # (-fno-sanitize-recover), an ASan one too; leaks are reported at exit.
