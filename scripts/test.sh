@@ -5,34 +5,38 @@
 # Stages, in this order (each prints its wall time in the summary at the end):
 #   tiers     scripts/check_header_tiers.sh: paxos/ and utils/ include nothing
 #             of the runtime.
-#   sim       builds the simulation (paxos_sim, sim_test: the paxos core and
-#             utils) in build with GCC, -Werror, RelWithDebInfo, and runs its
-#             seed sweeps and mutations at full speed (ctest -L sim): they
-#             are CPU-bound and 12x slower instrumented.
-#   asan      builds everything (library, tests, samples, tools, benches) in
-#             build-asan with clang-14, -Werror, ASan+UBSan
-#             (-DCHORUS_SANITIZE=address,undefined, -O0 -g1) and the thread-safety
-#             analysis (-DCHORUS_THREAD_SAFETY=ON: a lock annotation of
-#             utils/mutex.h the code breaks is a compile error), and runs the
-#             whole suite under it but the nemesis and the seed sweeps: unit,
-#             paxos, checker, in-process clusters, crash tests, install, the
-#             samples' cluster scripts, the benches' smoke entries; plus 20
-#             seeds of each simulation mode.
-#   nemesis   ctest -L nemesis: the seeded fault runs over real kv_server
-#             processes (needs root, ip, nft), on build-asan (a plain build
-#             when there is none).
+#   build     builds everything (library, tests, samples, tools, benches) in
+#             build with GCC, -Werror, RelWithDebInfo, and runs the whole ctest
+#             suite but the nemesis: unit, paxos, simulation (the seed sweeps
+#             and the mutations), checker, in-process cluster, crash tests,
+#             install, samples' cluster scripts, benches' smoke entries.
+#   nemesis   ctest -L nemesis on that build: the seeded fault runs over real
+#             kv_server processes (needs root, ip, nft).
 #   tsan      builds the threaded tests in build-tsan with GCC, -Werror and
 #             ThreadSanitizer and runs them (labels utils, node: runtime,
 #             transport, log, in-process cluster).
+#   clang     clang-14 in build-clang compiles the library (chorus,
+#             chorus_paxos, chorus_utils) at -O0 with
+#             -DCHORUS_THREAD_SAFETY=ON: a lock annotation of utils/mutex.h
+#             the code breaks is an error (a compile-time check only).
 #   fuzz      clang-14 in build-fuzz: the libFuzzer targets, each run for
-#             FUZZ_SECONDS (default 10) on its seed corpus (scripts/fuzz.sh).
-# Not in the default run:
-#   build     GCC, -Werror, RelWithDebInfo: everything in build and the whole
-#             ctest suite but the nemesis, uninstrumented.
-#   clang     clang-14 in build-clang compiles only the library at -O0 with
-#             -DCHORUS_THREAD_SAFETY=ON (the analysis alone, about 90 s).
+#             FUZZ_SECONDS (default 5) on its seed corpus (scripts/fuzz.sh).
+# Not in the default run (with them CI's 30 minutes on 2 cores do not hold:
+# "tiers sim asan nemesis tsan fuzz" took 1,756 s from a fresh clone, README
+# "Sanitizers"):
+#   sim       builds only the simulation (paxos_sim, sim_test) in build with
+#             GCC, -Werror, and runs its seed sweeps and mutations (ctest -L
+#             sim): what the asan stage leaves to a plain build.
+#   asan      builds everything in build-asan with clang-14, -Werror,
+#             ASan+UBSan (-DCHORUS_SANITIZE=address,undefined, -O0 -g1) and
+#             the thread-safety analysis (-DCHORUS_THREAD_SAFETY=ON), and runs
+#             the whole suite under it but the nemesis and the seed sweeps
+#             (12x slower there), plus 20 seeds of each simulation mode; the
+#             nemesis stage then runs on build-asan.
+#             CHORUS_STAGES="tiers sim asan nemesis tsan fuzz" is the layout
+#             that runs every test once, each where it checks most.
 # CHORUS_STAGES="build tsan" runs only those stages (default:
-# "tiers sim asan nemesis tsan fuzz", in that order).
+# "tiers build nemesis tsan clang fuzz", in that order).
 # JOBS (default nproc) is the build and ctest parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +44,7 @@ scripts/install_deps.sh
 
 JOBS=${JOBS:-$(nproc)}
 export CHORUS_WERROR=${CHORUS_WERROR:-1}
-STAGES=${CHORUS_STAGES:-tiers sim asan nemesis tsan fuzz}
+STAGES=${CHORUS_STAGES:-tiers build nemesis tsan clang fuzz}
 
 # Per stage: wall seconds, and the CPU seconds (user + sys) of everything it
 # ran. On a shared or loaded machine the wall time says little; CPU / cores
@@ -186,8 +190,8 @@ if wanted clang; then
 fi
 
 if wanted fuzz; then
-  begin fuzz "every fuzz target for ${FUZZ_SECONDS:-10}s (clang-14, build-fuzz)"
-  FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
+  begin fuzz "every fuzz target for ${FUZZ_SECONDS:-5}s (clang-14, build-fuzz)"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-5} scripts/fuzz.sh
   end
 fi
 echo "== all tests passed =="
