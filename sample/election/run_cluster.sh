@@ -176,10 +176,13 @@ for i in 1 2 3; do
   [ "$(last_master "$i")" = "$second" ] ||
     fail "node $i now names '$(last_master "$i")', not $second"
 done
-if tail -n +"$((mark + 1))" "$tmp/out$old" | grep -q '^role group=0 is_master=1$'; then
+# The lines since the restart, captured first: with pipefail, `tail | grep -q`
+# fails when grep's early exit kills tail with SIGPIPE.
+since=$(tail -n +"$((mark + 1))" "$tmp/out$old")
+if grep -q '^role group=0 is_master=1$' <<<"$since"; then
   fail "restarted node $old became master again"
 fi
-if tail -n +"$((mark + 1))" "$tmp/out$old" | grep -q "^master group=0 node=$(addr "$old") "; then
+if grep -q "^master group=0 node=$(addr "$old") " <<<"$since"; then
   fail "restarted node $old was named master"
 fi
 until_ok "$old" read '^read instance=[0-9]+ is_master=0$'

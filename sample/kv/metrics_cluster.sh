@@ -58,7 +58,10 @@ grew "$lat0" "$lat1" 10 || fail "the propose latency count did not move by 10 ($
 grew "$sync0" "$sync1" 1 || fail "the master's fsync count did not move ($sync0 -> $sync1)"
 grew "$fsync0" "$fsync1" 1 || fail "the follower's fsync count did not move ($fsync0 -> $fsync1)"
 [ "$(value "$m" 'chorus_is_master{group="0"}')" = 1 ] || fail "chorus_is_master is not 1 on the master"
-scrape "$m" /metrics | grep -q '^# TYPE chorus_transport_bytes_sent_total counter' ||
+# Not `scrape | grep -q`: grep -q exits at the first match, curl then dies of
+# SIGPIPE writing the rest, and pipefail turns that into a failure.
+metrics=$(scrape "$m" /metrics) || fail "GET /metrics on node $m"
+grep -q '^# TYPE chorus_transport_bytes_sent_total counter' <<<"$metrics" ||
   fail "no transport counters"
 
 st_json=$(scrape "$f" /status) || fail "GET /status on node $f"

@@ -34,7 +34,7 @@ cfg=$prefix/lib/cmake/chorus
 for f in chorusConfig.cmake chorusConfigVersion.cmake chorusTargets.cmake; do
   [ -f "$cfg/$f" ] || fail "missing lib/cmake/chorus/$f"
 done
-if find "$prefix/include" -name '*.pb.h' | grep -q .; then fail "a generated .pb.h was installed"; fi
+if [ -n "$(find "$prefix/include" -name '*.pb.h')" ]; then fail "a generated .pb.h was installed"; fi
 # Every quoted include of an installed header must itself be installed.
 while read -r inc; do
   [ -f "$prefix/include/$inc" ] || fail "installed headers include \"$inc\", which is not installed"
