@@ -12,8 +12,8 @@ constexpr uint32_t kManifestMagic = 0x314b4843;  // "CHK1" little-endian: no mem
 // "CHK2": the files are followed by u32 length + the encoded membership.
 constexpr uint32_t kManifestMagicMembership = 0x324b4843;
 constexpr uint32_t kMaxMembershipBytes = 1u << 20;
-// Bounds on an untrusted manifest: it is held in memory whole.
-constexpr uint32_t kMaxFiles = 1u << 20;
+// Bound on a path in an untrusted manifest (and kMaxCheckpointFiles on their
+// count): it is held in memory whole.
 constexpr uint32_t kMaxPathBytes = 4096;
 
 // "sm<positive id>", the first component of every checkpoint file.
@@ -95,9 +95,9 @@ Status CheckpointManifest::Decode(const std::string& bytes, CheckpointManifest* 
   out.instance = DecodeFixed64(p + 16);
   out.chain_checksum = DecodeFixed32(p + 24);
   const uint32_t count = DecodeFixed32(p + 28);
-  if (count > kMaxFiles) {
+  if (count > kMaxCheckpointFiles) {
     return Status::Corruption("checkpoint manifest: " + std::to_string(count) + " files (max " +
-                              std::to_string(kMaxFiles) + ")");
+                              std::to_string(kMaxCheckpointFiles) + ")");
   }
   size_t pos = kHeader;
   for (uint32_t i = 0; i < count; ++i) {

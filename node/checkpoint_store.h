@@ -47,6 +47,10 @@ struct CheckpointFile {
   }
 };
 
+// Bound on the files one manifest lists. A manifest comes from disk or from a
+// peer (untrusted) and is held in memory whole.
+constexpr uint32_t kMaxCheckpointFiles = 1u << 20;
+
 struct CheckpointManifest {
   uint64_t cluster_id = 0;
   uint32_t group = 0;

@@ -19,9 +19,6 @@ namespace chorus {
 
 namespace {
 
-// At most this many files in a received manifest.
-constexpr size_t kMaxFiles = 1u << 20;
-
 Status PwriteAll(int fd, const char* data, size_t n, uint64_t offset, const std::string& path) {
   while (n > 0) {
     const ssize_t w = pwrite(fd, data, n, static_cast<off_t>(offset));
@@ -134,7 +131,7 @@ Status CheckpointTransfer::AcceptManifest(GroupState* g, const CheckpointMessage
     return Status::Corruption("manifest disagrees with its chunk");
   }
   if (m.instance <= r->above) return Status::Corruption("checkpoint not above what we have");
-  if (m.files.size() > kMaxFiles) return Status::Corruption("manifest lists too many files");
+  if (m.files.size() > kMaxCheckpointFiles) return Status::Corruption("manifest lists too many files");
   std::set<std::string> paths;
   uint64_t total = 0;
   for (const CheckpointFile& f : m.files) {

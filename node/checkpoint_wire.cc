@@ -2,68 +2,9 @@
 
 #include "utils/check.h"
 #include "utils/coding.h"
+#include "utils/field_reader.h"
 
 namespace chorus {
-
-namespace {
-
-void PutString(std::string* dst, const std::string& s) {
-  PutFixed32(dst, static_cast<uint32_t>(s.size()));
-  dst->append(s);
-}
-
-// Reads fields off a frame; every Get fails (and stays failed) once the
-// frame is too short, so a caller checks ok() once at the end.
-class Reader {
- public:
-  Reader(const char* p, size_t n) : p_(p), left_(n) {}
-  bool Get8(uint8_t* v) {
-    if (!Need(1)) return false;
-    *v = static_cast<uint8_t>(*p_);
-    Skip(1);
-    return true;
-  }
-  bool Get32(uint32_t* v) {
-    if (!Need(4)) return false;
-    *v = DecodeFixed32(p_);
-    Skip(4);
-    return true;
-  }
-  bool Get64(uint64_t* v) {
-    if (!Need(8)) return false;
-    *v = DecodeFixed64(p_);
-    Skip(8);
-    return true;
-  }
-  // A u32 length then that many bytes; fails when the length exceeds `max`
-  // (before anything is copied) or the frame.
-  bool GetString(size_t max, std::string* s) {
-    uint32_t len = 0;
-    if (!Get32(&len)) return false;
-    if (len > max) {
-      too_long_ = true;
-      return false;
-    }
-    if (!Need(len)) return false;
-    s->assign(p_, len);
-    Skip(len);
-    return true;
-  }
-  size_t left() const { return left_; }
-  bool too_long() const { return too_long_; }
-
- private:
-  bool Need(size_t n) const { return left_ >= n; }
-  void Skip(size_t n) {
-    p_ += n;
-    left_ -= n;
-  }
-  const char* p_;
-  size_t left_;
-  bool too_long_ = false;
-};
-
-}  // namespace
 
 std::string EncodeCheckpointMessage(const CheckpointMessage& msg) {
   CHORUS_CHECK(msg.group < kCheckpointChannel);
@@ -85,11 +26,11 @@ std::string EncodeCheckpointMessage(const CheckpointMessage& msg) {
       PutFixed64(&out, msg.instance);
       PutFixed64(&out, msg.offset);
       PutFixed32(&out, msg.crc);
-      PutString(&out, msg.manifest);
-      PutString(&out, msg.data);
+      PutLengthPrefixed(&out, msg.manifest);
+      PutLengthPrefixed(&out, msg.data);
       break;
     case CheckpointMessage::Type::kNone:
-      PutString(&out, msg.reason);
+      PutLengthPrefixed(&out, msg.reason);
       break;
   }
   return out;
@@ -97,7 +38,7 @@ std::string EncodeCheckpointMessage(const CheckpointMessage& msg) {
 
 Status DecodeCheckpointMessage(const char* data, size_t size, size_t max_data_bytes,
                                CheckpointMessage* msg) {
-  Reader r(data, size);
+  FieldReader r(data, size);
   CheckpointMessage m;
   uint8_t type = 0;
   bool ok = r.Get8(&type) && r.Get64(&m.cluster_id) && r.Get32(&m.group) && r.Get64(&m.from) &&

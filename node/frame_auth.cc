@@ -17,7 +17,7 @@ namespace {
 
 constexpr char kDomain[] = "chorus frame v1";
 
-[[noreturn]] void Die(const char* what) {
+[[noreturn]] void DieOfLibcrypto(const char* what) {
   std::fprintf(stderr, "chorus frame auth: libcrypto failed: %s\n", what);
   std::abort();
 }
@@ -65,10 +65,10 @@ class HmacContext {
            EVP_DigestUpdate(outer_, pad, kBlock) == 1;
   }
   void Begin() {
-    if (EVP_MD_CTX_copy_ex(work_, inner_) != 1) Die("EVP_MD_CTX_copy_ex");
+    if (EVP_MD_CTX_copy_ex(work_, inner_) != 1) DieOfLibcrypto("EVP_MD_CTX_copy_ex");
   }
   void Add(const void* data, size_t n) {
-    if (EVP_DigestUpdate(work_, data, n) != 1) Die("EVP_DigestUpdate");
+    if (EVP_DigestUpdate(work_, data, n) != 1) DieOfLibcrypto("EVP_DigestUpdate");
   }
   void Finish(char* out) {
     unsigned char inner_hash[kFrameTagSize];
@@ -78,7 +78,7 @@ class HmacContext {
         EVP_DigestUpdate(work_, inner_hash, sizeof(inner_hash)) != 1 ||
         EVP_DigestFinal_ex(work_, reinterpret_cast<unsigned char*>(out), &len) != 1 ||
         len != kFrameTagSize) {
-      Die("SHA-256");
+      DieOfLibcrypto("SHA-256");
     }
   }
 
@@ -161,7 +161,7 @@ bool FrameAuthenticator::Verify(const AuthNonce& nonce, uint64_t receiver, uint6
 
 std::string HmacSha256(const std::string& key, const std::string& data) {
   HmacContext crypto;
-  if (!crypto.Init(key)) Die("HMAC-SHA256 setup");
+  if (!crypto.Init(key)) DieOfLibcrypto("HMAC-SHA256 setup");
   crypto.Begin();
   crypto.Add(data.data(), data.size());
   std::string out(kFrameTagSize, '\0');

@@ -3,57 +3,9 @@
 #include "node/checkpoint_wire.h"
 #include "utils/check.h"
 #include "utils/coding.h"
+#include "utils/field_reader.h"
 
 namespace chorus {
-
-namespace {
-
-void PutString(std::string* dst, const std::string& s) {
-  PutFixed32(dst, static_cast<uint32_t>(s.size()));
-  dst->append(s);
-}
-
-// Reads fields off a frame; a read past its end fails, and keeps failing.
-class Reader {
- public:
-  Reader(const char* p, size_t n) : p_(p), left_(n) {}
-  bool Get8(uint8_t* v) {
-    if (left_ < 1) return false;
-    *v = static_cast<uint8_t>(*p_);
-    Skip(1);
-    return true;
-  }
-  bool Get32(uint32_t* v) {
-    if (left_ < 4) return false;
-    *v = DecodeFixed32(p_);
-    Skip(4);
-    return true;
-  }
-  bool Get64(uint64_t* v) {
-    if (left_ < 8) return false;
-    *v = DecodeFixed64(p_);
-    Skip(8);
-    return true;
-  }
-  bool GetString(std::string* s) {
-    uint32_t len = 0;
-    if (!Get32(&len) || len > kMaxMembershipText || left_ < len) return false;
-    s->assign(p_, len);
-    Skip(len);
-    return true;
-  }
-  size_t left() const { return left_; }
-
- private:
-  void Skip(size_t n) {
-    p_ += n;
-    left_ -= n;
-  }
-  const char* p_;
-  size_t left_;
-};
-
-}  // namespace
 
 const char* MembershipOpName(MembershipOp op) {
   switch (op) {
@@ -80,16 +32,16 @@ std::string EncodeMembershipMessage(const MembershipMessage& msg) {
     out.push_back(msg.retry ? 1 : 0);
     PutFixed64(&out, msg.node_id);
     PutFixed32(&out, msg.timeout_ms);
-    PutString(&out, msg.address.substr(0, kMaxMembershipText));
+    PutLengthPrefixed(&out, msg.address.substr(0, kMaxMembershipText));
   } else {
     out.push_back(static_cast<char>(msg.status.code()));
-    PutString(&out, msg.status.message().substr(0, kMaxMembershipText));
+    PutLengthPrefixed(&out, msg.status.message().substr(0, kMaxMembershipText));
   }
   return out;
 }
 
 Status DecodeMembershipMessage(const char* data, size_t size, MembershipMessage* msg) {
-  Reader r(data, size);
+  FieldReader r(data, size);
   MembershipMessage m;
   bool ok = r.Get8(&m.type) && r.Get64(&m.cluster_id) && r.Get32(&m.group) && r.Get64(&m.from) &&
             r.Get64(&m.request_id);
@@ -98,7 +50,7 @@ Status DecodeMembershipMessage(const char* data, size_t size, MembershipMessage*
     uint8_t op = 0;
     uint8_t retry = 0;
     ok = r.Get8(&op) && r.Get8(&retry) && r.Get64(&m.node_id) && r.Get32(&m.timeout_ms) &&
-         r.GetString(&m.address);
+         r.GetString(kMaxMembershipText, &m.address);
     if (ok && (op < 1 || op > 5 || retry > 1)) {
       return Status::Corruption("membership message: bad op " + std::to_string(op));
     }
@@ -107,7 +59,7 @@ Status DecodeMembershipMessage(const char* data, size_t size, MembershipMessage*
   } else if (m.type == kMembershipReplyType) {
     uint8_t code = 0;
     std::string text;
-    ok = r.Get8(&code) && r.GetString(&text);
+    ok = r.Get8(&code) && r.GetString(kMaxMembershipText, &text);
     if (ok) m.status = StatusFromCode(code, text);
   } else {
     return Status::Corruption("membership message: unknown type " + std::to_string(m.type));

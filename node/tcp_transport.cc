@@ -50,7 +50,7 @@ using tcp::Kind;
 
 constexpr int kMaxEvents = 64;
 
-[[noreturn]] void Die(const char* what) {
+[[noreturn]] void DieOfErrno(const char* what) {
   std::fprintf(stderr, "chorus tcp transport: %s: %s\n", what, std::strerror(errno));
   std::abort();
 }
@@ -213,7 +213,7 @@ class TcpTransportImpl : public TcpTransport {
   void Wake() {
     const uint64_t one = 1;
     // EAGAIN means the counter is saturated: the loop is woken anyway.
-    if (write(wake_fd_, &one, sizeof(one)) < 0 && errno != EAGAIN) Die("eventfd write");
+    if (write(wake_fd_, &one, sizeof(one)) < 0 && errno != EAGAIN) DieOfErrno("eventfd write");
   }
 
   // ---- the loop thread ----
@@ -225,7 +225,7 @@ class TcpTransportImpl : public TcpTransport {
       const int n = epoll_wait(epoll_.fd(), events, kMaxEvents, timeout_ms);
       if (n < 0) {
         if (errno == EINTR) continue;
-        Die("epoll_wait");
+        DieOfErrno("epoll_wait");
       }
       for (int i = 0; i < n && !stop_.load(std::memory_order_acquire); ++i) {
         const uint64_t tag = events[i].data.u64;

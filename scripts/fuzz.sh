@@ -23,7 +23,7 @@ ALL_TARGETS=(frame_fuzz paxos_message_fuzz paxos_recovery_fuzz value_codec_fuzz 
              wal_tail_fuzz resp_fuzz)
 
 echo "== fuzz: build (clang-14, -fsanitize=fuzzer,address,undefined) =="
-CC=clang-14 CXX=clang++-14 TARGETS="fuzz_targets make_fuzz_corpus" \
+CC=clang-14 CXX=clang++-14 TARGETS="fuzz_targets make_fuzz_corpus" UNITY_BUILD=${UNITY_BUILD:-ON} \
   scripts/build.sh "$BUILD_DIR" -DCHORUS_FUZZ=ON -DCHORUS_BUILD_TESTS=OFF \
   -DCHORUS_BUILD_BENCH=OFF -DCHORUS_BUILD_SAMPLES=ON
 BIN="$BUILD_DIR/unittest/fuzz"

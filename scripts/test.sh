@@ -2,41 +2,35 @@
 # The one command that sets up, builds and runs every chorus test on a fresh
 # Debian 12 machine (CI runs it: .ci/run):
 #   scripts/test.sh
-# Stages, in this order (each prints its wall time in the summary at the end):
+# Stages, in this order (each prints its wall and CPU time in the summary at
+# the end); the default run is "tiers sim asan nemesis tsan fuzz", which runs
+# every test once, each in the build that checks it most:
 #   tiers     scripts/check_header_tiers.sh: paxos/ and utils/ include nothing
 #             of the runtime.
-#   build     builds everything (library, tests, samples, tools, benches) in
-#             build with GCC, -Werror, RelWithDebInfo, and runs the whole ctest
-#             suite but the nemesis: unit, paxos, simulation (the seed sweeps
-#             and the mutations), checker, in-process cluster, crash tests,
-#             install, samples' cluster scripts, benches' smoke entries.
-#   nemesis   ctest -L nemesis on that build: the seeded fault runs over real
-#             kv_server processes (needs root, ip, nft).
+#   sim       builds everything in build with GCC, -Werror, RelWithDebInfo
+#             (GCC's warnings over the whole tree) and runs the simulation's
+#             seed sweeps and mutations there (ctest -L sim), at full speed.
+#   build     (not by default) everything in build with GCC, -Werror, and the
+#             whole ctest suite but the nemesis on it.
+#   asan      builds everything in build-asan with clang-14, -Werror,
+#             ASan+UBSan (-DCHORUS_SANITIZE=address,undefined, -O0 -g1) and
+#             the thread-safety analysis (-DCHORUS_THREAD_SAFETY=ON: a lock
+#             annotation of utils/mutex.h the code breaks is an error), and
+#             runs the whole suite under it but the nemesis and the seed
+#             sweeps (12x slower there): unit, paxos, checker, in-process
+#             clusters, crash tests, install, samples' cluster scripts,
+#             benches' smoke entries; plus 20 seeds of each simulation mode.
+#   nemesis   ctest -L nemesis: the seeded fault runs over real kv_server
+#             processes (needs root, ip, nft), on build-asan after the asan
+#             stage, else on build.
 #   tsan      builds the threaded tests in build-tsan with GCC, -Werror and
 #             ThreadSanitizer and runs them (labels utils, node: runtime,
 #             transport, log, in-process cluster).
-#   clang     clang-14 in build-clang compiles the library (chorus,
-#             chorus_paxos, chorus_utils) at -O0 with
-#             -DCHORUS_THREAD_SAFETY=ON: a lock annotation of utils/mutex.h
-#             the code breaks is an error (a compile-time check only).
+#   clang     (not by default; the asan stage does more) clang-14 in
+#             build-clang compiles the library with -DCHORUS_THREAD_SAFETY=ON.
 #   fuzz      clang-14 in build-fuzz: the libFuzzer targets, each run for
 #             FUZZ_SECONDS (default 5) on its seed corpus (scripts/fuzz.sh).
-# Not in the default run (with them CI's 30 minutes on 2 cores do not hold:
-# "tiers sim asan nemesis tsan fuzz" took 1,756 s from a fresh clone, README
-# "Sanitizers"):
-#   sim       builds only the simulation (paxos_sim, sim_test) in build with
-#             GCC, -Werror, and runs its seed sweeps and mutations (ctest -L
-#             sim): what the asan stage leaves to a plain build.
-#   asan      builds everything in build-asan with clang-14, -Werror,
-#             ASan+UBSan (-DCHORUS_SANITIZE=address,undefined, -O0 -g1) and
-#             the thread-safety analysis (-DCHORUS_THREAD_SAFETY=ON), and runs
-#             the whole suite under it but the nemesis and the seed sweeps
-#             (12x slower there), plus 20 seeds of each simulation mode; the
-#             nemesis stage then runs on build-asan.
-#             CHORUS_STAGES="tiers sim asan nemesis tsan fuzz" is the layout
-#             that runs every test once, each where it checks most.
-# CHORUS_STAGES="build tsan" runs only those stages (default:
-# "tiers build nemesis tsan clang fuzz", in that order).
+# CHORUS_STAGES="build tsan" runs only the stages named.
 # JOBS (default nproc) is the build and ctest parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +38,10 @@ scripts/install_deps.sh
 
 JOBS=${JOBS:-$(nproc)}
 export CHORUS_WERROR=${CHORUS_WERROR:-1}
-STAGES=${CHORUS_STAGES:-tiers build nemesis tsan clang fuzz}
+# Unity batches (scripts/build.sh): each build here is a cold one-off, and
+# batches halve its CPU.
+export UNITY_BUILD=${UNITY_BUILD:-ON}
+STAGES=${CHORUS_STAGES:-tiers sim asan nemesis tsan fuzz}
 
 # Per stage: wall seconds, and the CPU seconds (user + sys) of everything it
 # ran. On a shared or loaded machine the wall time says little; CPU / cores
@@ -117,8 +114,10 @@ if wanted tiers; then
 fi
 
 if wanted sim; then
-  begin sim-build "the simulation, GCC -Werror (build)"
-  TARGETS="paxos_sim sim_test" scripts/build.sh build
+  # Everything, not only the simulation: the asan stage compiles with clang,
+  # so this is where GCC's warnings (as errors) cover the whole tree.
+  begin sim-build "everything, GCC -Werror (build)"
+  scripts/build.sh build
   end
   begin sim-ctest "the simulation's seed sweeps and mutations (build)"
   ctest --test-dir build --output-on-failure --no-tests=error -j "$JOBS" --timeout 600 -L '^sim$'
@@ -144,15 +143,27 @@ if wanted asan; then
   CC=clang-14 CXX=clang++-14 scripts/build.sh build-asan "${ASAN_BUILD[@]}"
   end
   begin asan-ctest "the whole suite but the nemesis and the seed sweeps under ASan+UBSan"
-  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 600 -LE '^(nemesis|sim)$'
   # The simulation's seed sweeps are CPU-bound and run 12x slower under
-  # ASan+UBSan (-O1): they run in full in the build stage; here a few seeds of
-  # each mode take the simulated cluster through the sanitizers.
-  for mode in "" --master_election --clocks --checkpoints --membership --mixed_options; do
-    for nodes in 3 5; do
-      build-asan/unittest/sim/paxos_sim --nodes=$nodes --seeds=20 --steps=2000 $mode | tail -n 1
+  # ASan+UBSan: they run in full in the sim stage (or the build stage); here
+  # 20 seeds of each mode take the simulated cluster through the sanitizers.
+  # They run beside ctest, whose cluster tests mostly wait on timers (its
+  # run kept 1.3 of the 2 cores busy).
+  (
+    for mode in "" --master_election --clocks --checkpoints --membership --mixed_options; do
+      for nodes in 3 5; do
+        build-asan/unittest/sim/paxos_sim --nodes=$nodes --seeds=20 --steps=2000 $mode > build-asan/sim.out 2>&1 ||
+          { cat build-asan/sim.out; echo "paxos_sim --nodes=$nodes $mode FAILED under ASan+UBSan"; exit 1; }
+        tail -n 1 build-asan/sim.out
+      done
     done
-  done
+  ) > build-asan/sim-runs.log 2>&1 &
+  sim_runs=$!
+  ctest_rc=0
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS" --timeout 600 -LE '^(nemesis|sim)$' || ctest_rc=$?
+  sim_rc=0
+  wait "$sim_runs" || sim_rc=$?
+  cat build-asan/sim-runs.log
+  if [ "$ctest_rc" != 0 ] || [ "$sim_rc" != 0 ]; then exit 1; fi
   end
 fi
 

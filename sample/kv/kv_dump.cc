@@ -93,13 +93,14 @@ class DumpIn {
   uint64_t consumed_ = 0;
 };
 
+}  // namespace
+
 Status FromLevelDb(const leveldb::Status& s) {
   if (s.ok()) return Status::OK();
   if (s.IsCorruption()) return Status::Corruption(s.ToString());
+  if (s.IsNotFound()) return Status::NotFound(s.ToString());
   return Status::IOError(s.ToString());
 }
-
-}  // namespace
 
 Status WriteDump(leveldb::DB* db, const leveldb::Snapshot* snapshot, const std::string& prefix,
                  const DumpHeader& header, const std::string& path) {

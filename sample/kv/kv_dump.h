@@ -20,10 +20,15 @@
 namespace leveldb {
 class DB;
 class Snapshot;
+class Status;
 }  // namespace leveldb
 
 namespace chorus {
 namespace kv {
+
+// leveldb's status as chorus's: OK, Corruption, NotFound, else IOError
+// (with leveldb's text).
+Status FromLevelDb(const leveldb::Status& s);
 
 struct DumpHeader {
   uint64_t instance = 0;

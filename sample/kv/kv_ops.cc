@@ -14,12 +14,6 @@ namespace {
 //   u8 code, u8 flags, i64 delta, u32 arg count, per arg: u32 length, bytes.
 constexpr uint8_t kVersion = 1;
 
-std::string WrongArgs(const std::string& upper_name) {
-  std::string lower = upper_name;
-  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return "ERR wrong number of arguments for '" + lower + "' command";
-}
-
 // A whole decimal int64 as Redis accepts it ("12", "-3"; no spaces, no '+').
 bool ParseInt64(const std::string& s, int64_t* v) {
   if (s.empty() || s.size() > 20) return false;
@@ -194,6 +188,12 @@ bool DecodeOps(const std::string& value, std::vector<WriteOp>* ops) {
     if (!arity_ok) return false;
   }
   return in.left() == 0;
+}
+
+std::string WrongArgs(const std::string& name) {
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return "ERR wrong number of arguments for '" + lower + "' command";
 }
 
 }  // namespace kv

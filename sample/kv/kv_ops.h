@@ -38,6 +38,10 @@ struct WriteOp {
 // The command name in upper case ("set" -> "SET").
 std::string Upper(const std::string& name);
 
+// Redis's reply to a command given the wrong number of arguments:
+// "ERR wrong number of arguments for 'set' command" (the name lower-cased).
+std::string WrongArgs(const std::string& name);
+
 // Whether `upper_name` is a write: SET DEL INCR INCRBY DECR DECRBY MSET
 // CHORUS.CAS.
 bool IsWriteCommand(const std::string& upper_name);

@@ -40,10 +40,6 @@ std::string Lower(const std::string& s) {
   return l;
 }
 
-std::string WrongArgs(const std::string& name) {
-  return "ERR wrong number of arguments for '" + Lower(name) + "' command";
-}
-
 // Redis's wording, which clients show as is.
 std::string UnknownCommand(const RespRequest& r) {
   std::string msg = "ERR unknown command '" + r[0].substr(0, 128) + "', with args beginning with: ";

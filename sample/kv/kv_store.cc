@@ -30,13 +30,6 @@ const char kPositionKey[] = "m";
 const char kActive[] = "ACTIVE";
 const char kDumpFile[] = "kv.dump";
 
-Status FromLevelDb(const leveldb::Status& s) {
-  if (s.ok()) return Status::OK();
-  if (s.IsCorruption()) return Status::Corruption(s.ToString());
-  if (s.IsNotFound()) return Status::NotFound(s.ToString());
-  return Status::IOError(s.ToString());
-}
-
 // A failed read or write of the live database: going on would let this
 // replica's state differ from the others' without anyone noticing, so the
 // process stops; a restart replays from the last position it wrote.

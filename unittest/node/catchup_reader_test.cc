@@ -20,6 +20,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace catchup_reader_test {
 namespace {
 
 using testing::GatedLogStorage;
@@ -165,4 +166,5 @@ TEST_F(CatchupReaderTest, ABadRecordIsCountedAndTheGoodOnesBeforeItSent) {
 }
 
 }  // namespace
+}  // namespace catchup_reader_test
 }  // namespace chorus

@@ -16,6 +16,7 @@
 #include "utils/crc32c.h"
 
 namespace chorus {
+namespace checkpoint_store_test {
 namespace {
 
 using testing::TempDir;
@@ -305,4 +306,5 @@ TEST_F(CheckpointStoreTest, ScratchHoldsLinksOfOneStateMachinesFiles) {
 }
 
 }  // namespace
+}  // namespace checkpoint_store_test
 }  // namespace chorus

@@ -22,6 +22,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace checkpoint_transfer_test {
 namespace {
 
 using testing::TempDir;
@@ -384,4 +385,5 @@ TEST(CheckpointWireTest, RoundTripsEveryType) {
 }
 
 }  // namespace
+}  // namespace checkpoint_transfer_test
 }  // namespace chorus

@@ -20,6 +20,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace crash_consistency_test {
 namespace {
 
 using testing::CrashLogModel;
@@ -237,4 +238,5 @@ TEST_F(CrashConsistencyTest, IoErrorsAreReportedAndNeverAcknowledged) {
 }
 
 }  // namespace
+}  // namespace crash_consistency_test
 }  // namespace chorus

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace chorus {
+namespace event_queue_test {
 namespace {
 
 Event Message(size_t bytes) {
@@ -57,4 +58,5 @@ TEST(EventQueueTest, ClosedQueueRefusesAndHandsBackWhatWasQueued) {
 }
 
 }  // namespace
+}  // namespace event_queue_test
 }  // namespace chorus

@@ -14,6 +14,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace fault_env_test {
 namespace {
 
 using testing::FaultEnv;
@@ -142,4 +143,5 @@ TEST_F(FaultEnvTest, PlannedFailuresFailTheChosenOperationOnceOrFromThenOn) {
 }
 
 }  // namespace
+}  // namespace fault_env_test
 }  // namespace chorus

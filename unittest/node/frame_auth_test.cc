@@ -13,6 +13,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace frame_auth_test {
 namespace {
 
 constexpr uint64_t kCluster = 4343;
@@ -144,4 +145,5 @@ TEST(FrameAuthTest, DecoderChecksTheCrcBeforeTheTrailer) {
 }
 
 }  // namespace
+}  // namespace frame_auth_test
 }  // namespace chorus

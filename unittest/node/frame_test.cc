@@ -7,6 +7,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace frame_test {
 namespace {
 
 std::string RandomBytes(std::mt19937_64* rng, size_t n) {
@@ -198,4 +199,5 @@ TEST(FrameTest, AnnouncedLengthIsNotReservedUpFront) {
 }
 
 }  // namespace
+}  // namespace frame_test
 }  // namespace chorus

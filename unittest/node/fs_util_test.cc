@@ -11,6 +11,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace fs_util_test {
 namespace {
 
 bool IsDir(const std::string& path) {
@@ -50,4 +51,5 @@ TEST(CreateDirsTest, AFileInTheWayIsAnIoErrorNamingIt) {
 }
 
 }  // namespace
+}  // namespace fs_util_test
 }  // namespace chorus

@@ -21,6 +21,7 @@
 #include "utils/notifier_pool.h"
 
 namespace chorus {
+namespace group_master_test {
 namespace {
 
 using testing::ManualClock;
@@ -216,4 +217,5 @@ TEST(GroupClockTest, TheCoreRunsOnTheRuntimeClock) {
 }
 
 }  // namespace
+}  // namespace group_master_test
 }  // namespace chorus

@@ -16,6 +16,7 @@
 #include "unittest/node/group_rig.h"
 
 namespace chorus {
+namespace group_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -263,4 +264,5 @@ TEST(AdmissionTest, TimerDelayNeverWrapsForAPastDeadline) {
 }
 
 }  // namespace
+}  // namespace group_test
 }  // namespace chorus

@@ -11,6 +11,7 @@
 #include "unittest/support/runtime_fakes.h"
 
 namespace chorus {
+namespace group_timers_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -138,4 +139,5 @@ TEST_F(GroupTimersTest, CancelAllLeavesNoTimerBehind) {
 }
 
 }  // namespace
+}  // namespace group_timers_test
 }  // namespace chorus

@@ -24,6 +24,7 @@
 #include "unittest/node/leveldb_log_fixture.h"
 
 namespace chorus {
+namespace leveldb_log_storage_test {
 namespace {
 
 TEST_F(LevelDbLogStorageTest, EmptyLog) {
@@ -471,4 +472,5 @@ TEST_F(LevelDbLogStorageTest, VersionOneLogIsUpgradedToRecordTheNode) {
 }
 
 }  // namespace
+}  // namespace leveldb_log_storage_test
 }  // namespace chorus

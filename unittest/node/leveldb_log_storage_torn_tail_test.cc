@@ -18,6 +18,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace leveldb_log_storage_torn_tail_test {
 namespace {
 
 off_t FileSize(const std::string& path) {
@@ -217,4 +218,5 @@ TEST_F(TornTailTest, CorruptedLengthInTheMiddleRefusesToOpen) {
 }
 
 }  // namespace
+}  // namespace leveldb_log_storage_torn_tail_test
 }  // namespace chorus

@@ -28,6 +28,7 @@
 #include "unittest/node/leveldb_log_fixture.h"
 
 namespace chorus {
+namespace leveldb_log_trim_test {
 namespace {
 
 TEST_F(LevelDbLogStorageTest, DeleteBelow) {
@@ -293,4 +294,5 @@ TEST_F(LevelDbLogStorageTest, TrimWhileReading) {
 
 
 }  // namespace
+}  // namespace leveldb_log_trim_test
 }  // namespace chorus

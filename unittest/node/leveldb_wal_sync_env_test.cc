@@ -16,6 +16,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace leveldb_wal_sync_env_test {
 namespace {
 
 using testing::FaultEnv;
@@ -125,4 +126,5 @@ TEST_F(WalSyncEnvTest, AFailedSyncOfTheOldLogFailsTheSwitch) {
 }
 
 }  // namespace
+}  // namespace leveldb_wal_sync_env_test
 }  // namespace chorus

@@ -10,6 +10,7 @@
 
 namespace chorus {
 namespace leveldb_wal {
+namespace leveldb_wal_tail_test {
 namespace {
 
 // Appends one physical record in leveldb's format (masked crc32c of type +
@@ -156,5 +157,6 @@ TEST(ScanWalTest, ACutLastRecordIsLeftToLevelDb) {
 }
 
 }  // namespace
+}  // namespace leveldb_wal_tail_test
 }  // namespace leveldb_wal
 }  // namespace chorus

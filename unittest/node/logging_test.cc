@@ -14,6 +14,7 @@
 #include "unittest/node/ops_cluster.h"
 
 namespace chorus {
+namespace logging_test {
 namespace {
 
 using testing::LogLines;
@@ -98,4 +99,5 @@ TEST(LoggingTest, CatchUpIsLoggedAtInfo) {
 }
 
 }  // namespace
+}  // namespace logging_test
 }  // namespace chorus

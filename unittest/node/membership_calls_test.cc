@@ -11,6 +11,7 @@
 #include "unittest/node/membership_cluster.h"
 
 namespace chorus {
+namespace membership_calls_test {
 namespace {
 
 using testing::MemberCluster;
@@ -275,4 +276,5 @@ TEST(MembershipTest, NotSupportedWithoutElection) {
 }
 
 }  // namespace
+}  // namespace membership_calls_test
 }  // namespace chorus

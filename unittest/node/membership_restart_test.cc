@@ -14,6 +14,7 @@
 #include "unittest/node/membership_cluster.h"
 
 namespace chorus {
+namespace membership_restart_test {
 namespace {
 
 using testing::MemberCluster;
@@ -275,4 +276,5 @@ TEST(MembershipRestartTest, OptionsValidation) {
 }
 
 }  // namespace
+}  // namespace membership_restart_test
 }  // namespace chorus

@@ -12,6 +12,7 @@
 #include "node/tcp_conn_log.h"
 
 namespace chorus {
+namespace metrics_recorder_test {
 namespace {
 
 TEST(AtomicHistogramTest, BucketEdges) {
@@ -110,4 +111,5 @@ TEST(ConnectionLogTest, RateLimitedPerPeer) {
 }
 
 }  // namespace
+}  // namespace metrics_recorder_test
 }  // namespace chorus

@@ -13,6 +13,7 @@
 #include "unittest/node/ops_cluster.h"
 
 namespace chorus {
+namespace metrics_test {
 namespace {
 
 using testing::OpsCluster;
@@ -157,4 +158,5 @@ TEST(MetricsTest, MasterAndNotMaster) {
 }
 
 }  // namespace
+}  // namespace metrics_test
 }  // namespace chorus

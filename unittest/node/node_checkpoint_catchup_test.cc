@@ -20,6 +20,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace node_checkpoint_catchup_test {
 namespace {
 
 using testing::FreePort;
@@ -254,4 +255,5 @@ TEST(NodeCheckpointCatchupTest, BadCheckpointFramesAreDroppedAndCounted) {
 }
 
 }  // namespace
+}  // namespace node_checkpoint_catchup_test
 }  // namespace chorus

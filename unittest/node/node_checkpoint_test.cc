@@ -31,6 +31,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace node_checkpoint_test {
 namespace {
 
 using testing::CheckpointMachine;
@@ -93,11 +94,16 @@ TEST(NodeCheckpointTest, RestartLoadsTheCheckpointAndReplaysOnlyTheLogAfterIt) {
   c.ProposeMany(0, static_cast<int>(5 * c.interval));
   ASSERT_TRUE(c.Converged({0, 1, 2}));
   ASSERT_TRUE(c.Settled(0));
-  // Some log after the newest checkpoint, so that the restart replays some.
+  // Some log after the newest checkpoint, so that the restart replays some,
+  // and less than an interval of it: then no newer checkpoint is due before
+  // the restart (one made at the end would leave nothing to replay).
   uint64_t checkpoint = StatusOf(c.node(0)).checkpoint_instance;
   ASSERT_GT(checkpoint, 0u);
   ASSERT_TRUE(c.ProposeUntil([&] {
-    return c.Settled(0) && c.node(0)->GetNowInstanceId(0) > StatusOf(c.node(0)).checkpoint_instance;
+    if (!c.Settled(0)) return false;
+    const uint64_t newest = StatusOf(c.node(0)).checkpoint_instance;
+    const uint64_t now = c.node(0)->GetNowInstanceId(0);
+    return now > newest && now - newest < c.interval;
   }));
   ASSERT_TRUE(c.Converged({0, 1, 2}));
   ASSERT_TRUE(c.Settled(0));
@@ -400,4 +406,5 @@ TEST(NodeCheckpointTest, BadCheckpointOptionsAreRefused) {
 }
 
 }  // namespace
+}  // namespace node_checkpoint_test
 }  // namespace chorus

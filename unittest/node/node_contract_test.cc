@@ -20,6 +20,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace node_contract_test {
 namespace {
 
 using testing::FreePort;
@@ -330,4 +331,5 @@ TEST(NodeContractTest, ARestartAfterATornLogTailStartsAndLogsWhatItCut) {
 }
 
 }  // namespace
+}  // namespace node_contract_test
 }  // namespace chorus

@@ -20,6 +20,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace node_crash_test {
 namespace {
 
 using testing::FaultEnv;
@@ -140,4 +141,5 @@ TEST_F(NodeCrashTest, AMajorityCrashesAndRestartsAndNoChosenValueIsLost) {
 }
 
 }  // namespace
+}  // namespace node_crash_test
 }  // namespace chorus

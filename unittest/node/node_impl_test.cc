@@ -21,6 +21,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace node_impl_test {
 namespace {
 
 using testing::GatedLogStorage;
@@ -266,4 +267,5 @@ TEST(NodeImplTest, CatchUpFromTheLogIsServedOffTheGroupsLoop) {
 }
 
 }  // namespace
+}  // namespace node_impl_test
 }  // namespace chorus

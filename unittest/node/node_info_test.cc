@@ -3,6 +3,7 @@
 #include "chorus/transport.h"
 
 namespace chorus {
+namespace node_info_test {
 namespace {
 
 TEST(NodeInfoTest, IdPacksAddressAndPort) {
@@ -241,4 +242,5 @@ TEST(NodeInfoTest, ParseListWithIds) {
 }
 
 }  // namespace
+}  // namespace node_info_test
 }  // namespace chorus

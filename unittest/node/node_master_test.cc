@@ -23,6 +23,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace node_master_test {
 namespace {
 
 using testing::FreePort;
@@ -612,4 +613,5 @@ TEST_F(NodeMasterOptionsTest, BadMasterOptionsAreRefused) {
 }
 
 }  // namespace
+}  // namespace node_master_test
 }  // namespace chorus

@@ -26,6 +26,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace node_test {
 namespace {
 
 using testing::FreePort;
@@ -799,9 +800,11 @@ TEST(NodeEdgeTest, DestroyAfterStopWhileAProposalWasQueued) {
   b.join();
 }
 }  // namespace
+}  // namespace node_test
 }  // namespace chorus
 
 namespace chorus {
+namespace node_test {
 namespace {
 
 // A LogStorage whose writes can be made to fail, over the leveldb one.
@@ -884,9 +887,11 @@ TEST(NodeEdgeTest, ProposeFromExecuteIsRefusedNotDeadlocked) {
 }
 
 }  // namespace
+}  // namespace node_test
 }  // namespace chorus
 
 namespace chorus {
+namespace node_test {
 namespace {
 
 TEST(NodeEdgeTest, ProposalsWaitingTooLongForTheGroupGetBusy) {
@@ -918,4 +923,5 @@ TEST(NodeEdgeTest, ProposalsWaitingTooLongForTheGroupGetBusy) {
 }
 
 }  // namespace
+}  // namespace node_test
 }  // namespace chorus

@@ -21,6 +21,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace persist_before_send_test {
 namespace {
 
 using paxos::Ballot;
@@ -228,4 +229,5 @@ TEST(PersistBeforeSendTest, EveryNodeOfABusyClusterPersistsBeforeItReplies) {
 }
 
 }  // namespace
+}  // namespace persist_before_send_test
 }  // namespace chorus

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace chorus {
+namespace proposal_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -52,4 +53,5 @@ TEST(CheckNotStartedTest, APassedDeadlineIsTimeout) {
 }
 
 }  // namespace
+}  // namespace proposal_test
 }  // namespace chorus

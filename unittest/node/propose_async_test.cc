@@ -21,6 +21,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace propose_async_test {
 namespace {
 
 using testing::FreePort;
@@ -375,4 +376,5 @@ TEST_F(ProposeAsyncTest, MixedWithBlockingProposeAndBatchPropose) {
 }
 
 }  // namespace
+}  // namespace propose_async_test
 }  // namespace chorus

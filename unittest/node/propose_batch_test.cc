@@ -15,6 +15,7 @@
 #include "utils/notifier.h"
 
 namespace chorus {
+namespace propose_batch_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -162,4 +163,5 @@ TEST_F(ProposeBatchTest, ABatchThatCannotBeQueuedIsAnsweredStopped) {
 }
 
 }  // namespace
+}  // namespace propose_batch_test
 }  // namespace chorus

@@ -9,6 +9,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace tcp_socket_util_test {
 namespace {
 
 TEST(SocketUtilTest, NumericAddressesOfBothFamilies) {
@@ -72,4 +73,5 @@ TEST(SocketUtilTest, ListenByNameAndConnect) {
 }
 
 }  // namespace
+}  // namespace tcp_socket_util_test
 }  // namespace chorus

@@ -23,6 +23,7 @@
 #include "unittest/support/transport_inbox.h"
 
 namespace chorus {
+namespace tcp_transport_batch_test {
 namespace {
 
 using testing::FreePort;
@@ -316,4 +317,5 @@ INSTANTIATE_TEST_SUITE_P(TagsOffAndOn, CoalescedStreamTest, ::testing::Bool(),
                          });
 
 }  // namespace
+}  // namespace tcp_transport_batch_test
 }  // namespace chorus

@@ -19,6 +19,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace tcp_transport_book_test {
 namespace {
 
 using testing::FreePort;
@@ -496,4 +497,5 @@ TEST(TcpTransportBookTest, TheDefaultIncomingLimitFollowsTheBook) {
 }
 
 }  // namespace
+}  // namespace tcp_transport_book_test
 }  // namespace chorus

@@ -27,6 +27,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace tcp_transport_test {
 namespace {
 
 using testing::CountOpenFds;
@@ -815,4 +816,5 @@ TEST_F(TcpTransportTest, APeerThatAcceptsAndClosesIsRetriedWithGrowingBackoff) {
 }
 
 }  // namespace
+}  // namespace tcp_transport_test
 }  // namespace chorus

@@ -30,6 +30,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace transport_auth_test {
 namespace {
 
 using testing::FreePort;
@@ -420,4 +421,5 @@ TEST(TransportAuthClusterTest, OpenRefusesAShortSecretAndOneWithACustomTransport
 }
 
 }  // namespace
+}  // namespace transport_auth_test
 }  // namespace chorus

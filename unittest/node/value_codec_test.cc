@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace chorus {
+namespace value_codec_test {
 namespace {
 
 TEST(ValueCodecTest, SingleRoundTrip) {
@@ -85,4 +86,5 @@ TEST(ValueCodecTest, CorruptBatchYieldsNoValues) {
 }
 
 }  // namespace
+}  // namespace value_codec_test
 }  // namespace chorus

@@ -8,6 +8,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace acceptor_test {
 namespace {
 
 class AcceptorTest : public ::testing::Test {
@@ -142,5 +143,6 @@ TEST_F(AcceptorTest, MutationsBreakTheRules) {
 }
 
 }  // namespace
+}  // namespace acceptor_test
 }  // namespace paxos
 }  // namespace chorus

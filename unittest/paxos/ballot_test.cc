@@ -6,6 +6,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace ballot_test {
 namespace {
 
 TEST(BallotTest, TotalOrderByNumberThenNode) {
@@ -48,5 +49,6 @@ TEST(CoreOptionsTest, Validation) {
 }
 
 }  // namespace
+}  // namespace ballot_test
 }  // namespace paxos
 }  // namespace chorus

@@ -13,6 +13,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace bounds_test {
 namespace {
 
 using testing::Harness;
@@ -603,5 +604,6 @@ TEST(BoundsTest, ChosenRecordsAloneAreWrittenUnsynced) {
 }
 
 }  // namespace
+}  // namespace bounds_test
 }  // namespace paxos
 }  // namespace chorus

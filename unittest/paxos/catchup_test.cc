@@ -21,6 +21,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace catchup_test {
 namespace {
 
 using testing::AskLearn;
@@ -331,5 +332,6 @@ TEST(CatchupRoundTest, LaggingNodeCatchesUpFromThePeersLog) {
 }
 
 }  // namespace
+}  // namespace catchup_test
 }  // namespace paxos
 }  // namespace chorus

@@ -8,6 +8,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace install_test {
 namespace {
 
 using testing::Harness;
@@ -200,5 +201,6 @@ TEST(InstallTest, RefusesAnInstanceAtTheCeiling) {
 }
 
 }  // namespace
+}  // namespace install_test
 }  // namespace paxos
 }  // namespace chorus

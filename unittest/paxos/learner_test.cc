@@ -7,6 +7,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace learner_test {
 namespace {
 
 using testing::Harness;
@@ -116,5 +117,6 @@ TEST(LearnerTest, MatchingChainedChecksumIsAccepted) {
 }
 
 }  // namespace
+}  // namespace learner_test
 }  // namespace paxos
 }  // namespace chorus

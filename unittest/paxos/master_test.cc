@@ -18,6 +18,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace master_test {
 namespace {
 
 using testing::Harness;
@@ -772,5 +773,6 @@ TEST(MasterTest, RandomSchedulesKeepOneLeaseAndLinearizableReads) {
 }
 
 }  // namespace
+}  // namespace master_test
 }  // namespace paxos
 }  // namespace chorus

@@ -10,6 +10,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace membership_test {
 namespace {
 
 using testing::Harness;
@@ -322,5 +323,6 @@ TEST(CoreMembershipTest, ProposeMembershipChecksTheChange) {
 }
 
 }  // namespace
+}  // namespace membership_test
 }  // namespace paxos
 }  // namespace chorus

@@ -6,6 +6,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace proposer_test {
 namespace {
 
 using testing::Harness;
@@ -137,5 +138,6 @@ TEST(ProposerTest, CancelQueuedAndRejectBadValues) {
 }
 
 }  // namespace
+}  // namespace proposer_test
 }  // namespace paxos
 }  // namespace chorus

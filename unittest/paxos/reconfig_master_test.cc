@@ -10,14 +10,19 @@
 
 #include "paxos/value.h"
 #include "unittest/paxos/harness.h"
+#include "unittest/paxos/membership_helpers.h"
 
 namespace chorus {
 namespace paxos {
+namespace reconfig_master_test {
 namespace {
 
+using testing::Change;
+using testing::Finished;
 using testing::Harness;
-
-constexpr uint64_t kAlpha = 8;
+using testing::kAlpha;
+using testing::M;
+using testing::ProposeChange;
 
 // Nodes 1..3 are the genesis, node 4 (if any) joins with incarnation 44.
 void Options(CoreOptions* o) {
@@ -32,36 +37,6 @@ void Options(CoreOptions* o) {
   } else {
     o->members = {1, 2, 3};
   }
-}
-
-Member M(uint64_t id, bool voter = true, uint64_t incarnation = 0) {
-  Member m;
-  m.id = id;
-  m.voter = voter;
-  m.incarnation = incarnation;
-  return m;
-}
-
-MembershipChange Change(uint64_t base, std::vector<Member> members) {
-  MembershipChange c;
-  c.base_version = base;
-  c.members = std::move(members);
-  c.activation_distance = kAlpha;
-  return c;
-}
-
-Status ProposeChange(Harness* h, int i, uint64_t token, const MembershipChange& c) {
-  Outputs out;
-  Status s = h->core(i)->ProposeMembership(token, c, &out);
-  h->Exec(i, &out);
-  return s;
-}
-
-const ProposalResult* Finished(Harness* h, int i, uint64_t token) {
-  for (const ProposalResult& r : h->node(i).finished) {
-    if (r.token == token) return &r;
-  }
-  return nullptr;
 }
 
 void Elect(Harness* h, int i, uint64_t at) {
@@ -181,5 +156,6 @@ TEST(ReconfigMasterTest, AJoinerAddedAsAVoterCatchesUpAndCounts) {
 }
 
 }  // namespace
+}  // namespace reconfig_master_test
 }  // namespace paxos
 }  // namespace chorus

@@ -11,14 +11,19 @@
 
 #include "paxos/value.h"
 #include "unittest/paxos/harness.h"
+#include "unittest/paxos/membership_helpers.h"
 
 namespace chorus {
 namespace paxos {
+namespace reconfig_test {
 namespace {
 
+using testing::Change;
+using testing::Finished;
 using testing::Harness;
-
-constexpr uint64_t kAlpha = 8;
+using testing::kAlpha;
+using testing::M;
+using testing::ProposeChange;
 
 // CHORUS_RECONFIG_MUTATION=<n> runs every test with TestMutation n (to see
 // which tests a mutation breaks).
@@ -46,36 +51,6 @@ std::function<void(CoreOptions*)> Cluster(uint64_t genesis,
     }
     if (more) more(o);
   };
-}
-
-Member M(uint64_t id, bool voter = true, uint64_t incarnation = 0) {
-  Member m;
-  m.id = id;
-  m.voter = voter;
-  m.incarnation = incarnation;
-  return m;
-}
-
-MembershipChange Change(uint64_t base, std::vector<Member> members) {
-  MembershipChange c;
-  c.base_version = base;
-  c.members = std::move(members);
-  c.activation_distance = kAlpha;
-  return c;
-}
-
-Status ProposeChange(Harness* h, int i, uint64_t token, const MembershipChange& c) {
-  Outputs out;
-  Status s = h->core(i)->ProposeMembership(token, c, &out);
-  h->Exec(i, &out);
-  return s;
-}
-
-const ProposalResult* Finished(Harness* h, int i, uint64_t token) {
-  for (const ProposalResult& r : h->node(i).finished) {
-    if (r.token == token) return &r;
-  }
-  return nullptr;
 }
 
 // Newest message first: later instances' votes arrive before earlier ones'.
@@ -503,5 +478,6 @@ TEST(ReconfigMutationTest, EachMembershipMutationBreaksARule) {
 }
 
 }  // namespace
+}  // namespace reconfig_test
 }  // namespace paxos
 }  // namespace chorus

@@ -6,6 +6,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace recovery_test {
 namespace {
 
 using testing::Harness;
@@ -185,5 +186,6 @@ TEST(CoreTest, StaleTimerIsIgnored) {
 }
 
 }  // namespace
+}  // namespace recovery_test
 }  // namespace paxos
 }  // namespace chorus

@@ -16,6 +16,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace round_test {
 namespace {
 
 using Records = std::vector<std::pair<uint64_t, std::string>>;
@@ -346,5 +347,6 @@ TEST(RoundTest, MergedRoundExecutesLikeItsStepsOneByOne) {
 }
 
 }  // namespace
+}  // namespace round_test
 }  // namespace paxos
 }  // namespace chorus

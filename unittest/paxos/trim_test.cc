@@ -9,6 +9,7 @@
 
 namespace chorus {
 namespace paxos {
+namespace trim_test {
 namespace {
 
 using testing::Harness;
@@ -302,5 +303,6 @@ TEST(TrimTest, ARoundMergesCheckpointNeeds) {
 }
 
 }  // namespace
+}  // namespace trim_test
 }  // namespace paxos
 }  // namespace chorus

@@ -17,6 +17,7 @@
 #include "unittest/prometheus/http_get.h"
 
 namespace chorus {
+namespace metrics_server_test {
 namespace {
 
 using testing::HttpGet;
@@ -131,4 +132,5 @@ TEST(MetricsServerTest, ChorusAdminLiveReadsEveryMember) {
 }
 
 }  // namespace
+}  // namespace metrics_server_test
 }  // namespace chorus

@@ -6,6 +6,7 @@
 
 namespace chorus {
 namespace admin {
+namespace admin_json_test {
 namespace {
 
 TEST(AdminJsonTest, ReadsNestedStatusDocuments) {
@@ -44,5 +45,6 @@ TEST(AdminJsonTest, RefusesBadDocuments) {
 }
 
 }  // namespace
+}  // namespace admin_json_test
 }  // namespace admin
 }  // namespace chorus

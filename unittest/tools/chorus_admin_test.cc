@@ -21,6 +21,7 @@
 #include "unittest/node/ops_cluster.h"
 
 namespace chorus {
+namespace chorus_admin_test {
 namespace {
 
 using testing::OpsCluster;
@@ -320,4 +321,5 @@ TEST(ChorusAdminTest, MembershipChangesAreLoggedAndInspected) {
 }
 
 }  // namespace
+}  // namespace chorus_admin_test
 }  // namespace chorus

@@ -7,6 +7,7 @@
 #include "utils/coding.h"
 
 namespace chorus {
+namespace crc32c_test {
 namespace {
 
 TEST(Crc32cTest, KnownVectors) {
@@ -62,4 +63,5 @@ TEST(CodingTest, FixedRoundTrip) {
 }
 
 }  // namespace
+}  // namespace crc32c_test
 }  // namespace chorus

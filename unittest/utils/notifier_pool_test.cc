@@ -15,6 +15,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace notifier_pool_test {
 namespace {
 
 using testing::CountOpenFds;
@@ -230,4 +231,5 @@ TEST(NotifierPoolTest, ShortLivedThreadsDoNotLeakFds) {
 }
 
 }  // namespace
+}  // namespace notifier_pool_test
 }  // namespace chorus

@@ -18,6 +18,7 @@
 #include "unittest/support/test_util.h"
 
 namespace chorus {
+namespace notifier_test {
 namespace {
 
 using testing::CountOpenFds;
@@ -361,4 +362,5 @@ TEST(NotifierTest, BackendNamesRoundTrip) {
 }
 
 }  // namespace
+}  // namespace notifier_test
 }  // namespace chorus

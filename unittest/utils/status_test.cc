@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace chorus {
+namespace status_test {
 namespace {
 
 TEST(StatusTest, DefaultIsOk) {
@@ -40,4 +41,5 @@ TEST(StatusTest, FromErrnoNamesTheError) {
 }
 
 }  // namespace
+}  // namespace status_test
 }  // namespace chorus

@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace chorus {
+namespace timer_thread_test {
 namespace {
 
 using Clock = TimerThread::Clock;
@@ -594,4 +595,5 @@ TEST(TimerThreadTest, GlobalTimerThreadIsStartedAndShared) {
 }
 
 }  // namespace
+}  // namespace timer_thread_test
 }  // namespace chorus
