@@ -11,8 +11,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -20,21 +22,33 @@ namespace chorus {
 namespace testing {
 
 // A loopback port that was free a moment ago (0 if none could be found).
+// Drawn at random below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), not with bind(port 0): a port from that
+// range is one that a concurrent test's outgoing connection may take before
+// this test binds it (a cluster that then failed to open, under ctest -j).
 inline uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+  int ephemeral_low = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &ephemeral_low) != 1) ephemeral_low = 32768;
+    std::fclose(f);
   }
-  close(fd);
-  return port;
+  constexpr int kLow = 10000;
+  // An ephemeral range that starts (almost) as low: any port above kLow.
+  const int high = ephemeral_low > kLow + 1000 && ephemeral_low < 65536 ? ephemeral_low : 65536;
+  thread_local std::mt19937 rng(std::random_device{}());
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = kLow + static_cast<int>(rng() % static_cast<uint32_t>(high - kLow));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (ok) return static_cast<uint16_t>(port);
+  }
+  return 0;
 }
 
 // Open file descriptors of this process.
