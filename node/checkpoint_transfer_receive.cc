@@ -131,7 +131,9 @@ Status CheckpointTransfer::AcceptManifest(GroupState* g, const CheckpointMessage
     return Status::Corruption("manifest disagrees with its chunk");
   }
   if (m.instance <= r->above) return Status::Corruption("checkpoint not above what we have");
-  if (m.files.size() > kMaxCheckpointFiles) return Status::Corruption("manifest lists too many files");
+  if (m.files.size() > kMaxCheckpointFiles) {
+    return Status::Corruption("manifest lists too many files");
+  }
   std::set<std::string> paths;
   uint64_t total = 0;
   for (const CheckpointFile& f : m.files) {
