@@ -50,9 +50,13 @@ cluster_init() {
   trap cluster_cleanup EXIT
   trap 'exit 1' INT TERM
   ports=()
-  local p n=${2:-3}
+  local p n=${2:-3} low
+  # Below the kernel's ephemeral range: a port in it may be taken by any
+  # concurrent test's outgoing connection before this cluster binds it.
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt 12000 ] 2>/dev/null || low=32768
   while [ ${#ports[@]} -lt "$n" ]; do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + (RANDOM * 32768 + RANDOM) % (low - 10000)))
     port_in_use "$p" && continue
     [[ " ${ports[*]} " == *" $p "* ]] && continue
     ports+=("$p")
