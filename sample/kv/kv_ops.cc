@@ -190,10 +190,14 @@ bool DecodeOps(const std::string& value, std::vector<WriteOp>* ops) {
   return in.left() == 0;
 }
 
-std::string WrongArgs(const std::string& name) {
-  std::string lower = name;
+std::string Lower(const std::string& s) {
+  std::string lower = s;
   for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return "ERR wrong number of arguments for '" + lower + "' command";
+  return lower;
+}
+
+std::string WrongArgs(const std::string& name) {
+  return "ERR wrong number of arguments for '" + Lower(name) + "' command";
 }
 
 }  // namespace kv

@@ -38,6 +38,9 @@ struct WriteOp {
 // The command name in upper case ("set" -> "SET").
 std::string Upper(const std::string& name);
 
+// `s` with ASCII upper case letters made lower case ("SET" -> "set").
+std::string Lower(const std::string& s);
+
 // Redis's reply to a command given the wrong number of arguments:
 // "ERR wrong number of arguments for 'set' command" (the name lower-cased).
 std::string WrongArgs(const std::string& name);

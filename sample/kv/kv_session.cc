@@ -34,12 +34,6 @@ bool IsReadCommand(const std::string& n) {
   return n == "GET" || n == "MGET" || n == "EXISTS" || n == "DBSIZE" || n == "DEBUG";
 }
 
-std::string Lower(const std::string& s) {
-  std::string l = s;
-  for (char& c : l) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return l;
-}
-
 // Redis's wording, which clients show as is.
 std::string UnknownCommand(const RespRequest& r) {
   std::string msg = "ERR unknown command '" + r[0].substr(0, 128) + "', with args beginning with: ";
