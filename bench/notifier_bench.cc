@@ -17,6 +17,13 @@
 //                       consumer (the TSC is synchronised across cores where
 //                       constant_tsc/nonstop_tsc are set): the wake-up cost.
 //
+//   --mode=batch        --waiters threads sleep, each waiting for one answer,
+//                       and one thread answers them all: each on its own
+//                       eventfd Notifier (one Send per waiter), or all on one
+//                       NotifierGate (one Open). Shows the answering thread's
+//                       CPU and wall time per batch (notifier_batch.h): what
+//                       BatchPropose's loop pays per batch either way.
+//
 // Reps are interleaved across backends (and the order rotates each rep, so
 // no backend always runs first). Per rep the value is the median round trip
 // (robust to the odd preemption on a busy machine); the table shows the
@@ -44,6 +51,7 @@
 
 #include <gflags/gflags.h>
 
+#include "bench/notifier_batch.h"
 #include "tools/program_flags.h"
 #include "utils/cycle_clock.h"
 #include "utils/notifier.h"
@@ -52,7 +60,8 @@ DEFINE_int32(sleep_us, 20, "blocking mode: how long the consumer sleeps before e
 DEFINE_int32(rounds, 5000, "timed round trips per rep and backend");
 DEFINE_int32(warmup, 500, "untimed round trips before each timed run");
 DEFINE_int32(reps, 5, "repetitions, interleaved across backends");
-DEFINE_string(mode, "both", "nonblocking | blocking | both");
+DEFINE_string(mode, "both", "nonblocking | blocking | both | batch");
+DEFINE_int32(waiters, 64, "batch mode: sleeping waiters answered together");
 DEFINE_string(backends, "pipe,eventfd,futex", "comma-separated list of pipe, eventfd, futex");
 DEFINE_string(cpus, "", "two CPU ids 'producer,consumer' to pin the threads to; empty = no pinning");
 DEFINE_bool(baseline, true,
@@ -234,10 +243,18 @@ uint64_t MedianOf(std::vector<uint64_t> v) {
 }
 
 int Main() {
+  if (FLAGS_mode == "batch") {
+    bench::NotifierBatchConfig config;
+    config.waiters = FLAGS_waiters;
+    config.rounds = std::max(1, FLAGS_rounds / 10);  // each batch wakes --waiters threads
+    config.reps = FLAGS_reps;
+    config.json = FLAGS_json;
+    return bench::RunNotifierBatchBench(config);
+  }
   std::vector<Mode> modes;
   if (FLAGS_mode == "nonblocking" || FLAGS_mode == "both") modes.push_back(Mode::kNonblocking);
   if (FLAGS_mode == "blocking" || FLAGS_mode == "both") modes.push_back(Mode::kBlocking);
-  if (modes.empty()) Die("--mode must be nonblocking, blocking or both");
+  if (modes.empty()) Die("--mode must be nonblocking, blocking, both or batch");
 
   // Row names: a Notifier backend, or "<pipe|eventfd>-always" (baseline).
   std::vector<std::string> rows;

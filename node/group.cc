@@ -35,7 +35,7 @@ Group::Group(const GroupEnv& env, uint32_t index, std::unique_ptr<LogStorage> lo
       // across restarts as well as across nodes.
       proposal_id_base_(MixBits(env.runtime->CoreSeed(index)) ^ env.options->self.id()),
       queue_(std::make_shared<EventQueue>()),
-      batch_(env.options, env.runtime, queue_),
+      batch_(env.options, env.runtime, queue_, env.notifier_pool),
       timers_(std::make_unique<GroupTimers>(env.runtime, queue_)),
       master_(env.options, index, timers_.get(), env.address_book) {
   for (StateMachine* sm : state_machines) state_machines_[sm->id()] = sm;

@@ -108,10 +108,17 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   if (ctx != nullptr) ctx->proposal_id = waiter->value.proposal_id;
   if (!Post(waiter, value, batch)) return Status::Stopped("the node is stopping");
 
+  // A batched waiter waits on its batch's gate (one wake-up for the whole
+  // batch), any other on its own Notifier. The loop answers Timeout at the
+  // deadline itself; this limit only guards against a stuck loop.
   int ignored = 0;
-  const auto limit = std::chrono::milliseconds(timeout_ms) + kAnswerGrace;
-  s = waiter->notifier->WaitFor(std::chrono::duration_cast<std::chrono::microseconds>(limit).count(),
-                                &ignored);
+  const int64_t limit_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::milliseconds(timeout_ms) + kAnswerGrace)
+                               .count();
+  // waiter->batch was set by batch_.Add, on this thread inside Post, and is
+  // never changed; the gate lives as long as the waiter holds it.
+  NotifierGate* gate = waiter->batch ? waiter->batch->gate.get() : nullptr;
+  s = gate != nullptr ? gate->WaitFor(limit_us) : waiter->notifier->WaitFor(limit_us, &ignored);
   if (s.IsTimeout()) {
     // The loop did not answer in time: stop it from using ctx from now on,
     // then take an answer that may have raced in.
@@ -119,7 +126,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
       MutexLock lock(&waiter->mu);
       waiter->abandoned = true;
     }
-    s = waiter->notifier->WaitFor(0, &ignored);
+    s = gate != nullptr ? gate->WaitFor(0) : waiter->notifier->WaitFor(0, &ignored);
     if (!s.ok()) {
       return Status::Timeout("no answer from group " + std::to_string(index_) +
                              " by the call's deadline; the value may still be chosen later "

@@ -5,8 +5,11 @@
 // pooled Notifier. The loop is the only one that decides the outcome: it
 // answers every waiter exactly once (result, Timeout at the deadline, Busy,
 // Stopped...) by filling the waiter's result fields and then Send()ing the
-// waiter's ticket. Notifier::Send/Wait order those writes before the
-// waiter's reads (release/acquire on the notifier's state word).
+// waiter's ticket, or, for the waiters of one BatchPropose batch, by opening
+// the batch's gate once the last of them is answered (one wake-up per batch).
+// Notifier::Send/Wait and NotifierGate::Open/WaitFor order those writes
+// before the waiter's reads (release/acquire on the notifier's or the gate's
+// word).
 // An asynchronous waiter (Node::ProposeAsync) has no Notifier: answering it
 // calls its on_answer instead, on the answering thread (the loop, or Stop's
 // thread once the loop is joined), which hands the fields to the
@@ -26,8 +29,20 @@
 #include "node/value_codec.h"
 #include "utils/mutex.h"
 #include "utils/notifier.h"
+#include "utils/notifier_gate.h"
 
 namespace chorus {
+
+// The blocking waiters of one BatchPropose batch wait on one gate, which the
+// answer to the last of them opens.
+struct BatchRelease {
+  std::shared_ptr<NotifierGate> gate;  // from the group's NotifierPool
+  // Blocking waiters of the batch not answered yet: set when the batch
+  // leaves ProposeBatch (before it is posted), then counted down by whoever
+  // answers them: the loop, or the poster for a batch the loop never saw
+  // (all of a batch's waiters are answered by one of the two).
+  size_t unanswered = 0;
+};
 
 struct ProposalWaiter {
   // Set by the proposing thread before the request is posted; then read-only.
@@ -36,6 +51,11 @@ struct ProposalWaiter {
   Notifier* notifier = nullptr;
   uint64_t ticket = 0;
   std::function<void(ProposalWaiter* waiter)> on_answer;
+  // A blocking BatchPropose waiter in a batch: set under ProposeBatch's lock
+  // when it joins the batch, never changed afterwards; the waiter then waits
+  // on batch->gate, not on its Notifier. Null otherwise (no gate could be
+  // made: the waiter keeps its Notifier).
+  std::shared_ptr<BatchRelease> batch;
   // The state machine it is for; and for BatchPropose the value itself,
   // until its batch is packed.
   AppValue value;
@@ -69,9 +89,14 @@ struct ProposalWaiter {
   bool answered = false;
 };
 
-// Hands the filled fields to the waiter: Sends its ticket, or calls an
+// Hands the filled fields to the waiter: Sends its ticket, opens its batch's
+// gate if it was the batch's last unanswered waiter, or calls an
 // asynchronous waiter's on_answer (then dropped, with what it holds).
 inline void Deliver(ProposalWaiter* waiter) {
+  if (waiter->batch) {
+    if (--waiter->batch->unanswered == 0) waiter->batch->gate->Open();
+    return;
+  }
   if (waiter->notifier == nullptr) {
     std::function<void(ProposalWaiter*)> on_answer = std::move(waiter->on_answer);
     waiter->on_answer = nullptr;

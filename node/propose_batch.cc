@@ -12,6 +12,13 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   auto request = std::make_shared<ProposalRequest>();
   request->waiters.swap(pending_);
   pending_bytes_ = 0;
+  if (pending_release_) {
+    // Its gate opens when the last of these is answered; nobody answers
+    // before the request is posted, which happens after this.
+    pending_release_->unanswered = pending_gated_;
+    pending_release_.reset();
+    pending_gated_ = 0;
+  }
   std::vector<const AppValue*> values;
   values.reserve(request->waiters.size());
   for (const auto& w : request->waiters) values.push_back(&w->value);
@@ -22,6 +29,20 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   request->deadline = request->waiters.front()->deadline;
   for (const auto& w : request->waiters) request->deadline = std::min(request->deadline, w->deadline);
   return request;
+}
+
+void ProposeBatch::Gate(ProposalWaiter* waiter) {
+  if (gates_ == nullptr) return;
+  if (!pending_release_) {
+    auto release = std::make_shared<BatchRelease>();
+    // Under mu_: taking a free gate is a short lock of the pool's own; only
+    // the first batches after start (or a burst) create one, with a system
+    // call. Without a gate the waiter simply keeps its Notifier.
+    if (!gates_->GetGate(&release->gate).ok()) return;
+    pending_release_ = std::move(release);
+  }
+  waiter->batch = pending_release_;
+  pending_gated_++;
 }
 
 size_t ProposeBatch::pending_count() {
@@ -63,6 +84,7 @@ void ProposeBatch::Add(std::shared_ptr<ProposalWaiter> waiter) {
           pending_bytes_ + waiter->value.payload.size() > options_->batch_max_bytes) {
         overflow = TakeLocked();
       }
+      if (waiter->notifier != nullptr) Gate(waiter.get());
       pending_bytes_ += waiter->value.payload.size();
       pending_.push_back(std::move(waiter));
       first = pending_.size() == 1;

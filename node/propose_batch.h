@@ -5,8 +5,12 @@
 // proposing thread that fills it, which posts it at once), or when its first
 // value has waited batch_delay_ms (a timer task of the RuntimeEnv posts a
 // kFlushBatch event; the loop then takes whatever is pending). Every waiter
-// keeps its own Notifier and gets its own instance id, batch index and
-// Execute result (in its own ExecuteContext).
+// gets its own instance id, batch index and Execute result (in its own
+// ExecuteContext). The blocking waiters of one batch share one BatchRelease
+// (proposal.h): a gate from the NotifierPool, opened by the answer to the
+// last of them, so the loop pays one wake-up per batch instead of one per
+// value. A waiter refused at once (closed), or one for which no gate could
+// be made, is answered on its own Notifier.
 //
 // Thread safety: Add from any thread; TakePending from the loop; both lock mu_.
 #ifndef CHORUS_NODE_PROPOSE_BATCH_H_
@@ -19,15 +23,18 @@
 #include "node/event_queue.h"
 #include "node/proposal.h"
 #include "node/runtime_env.h"
+#include "utils/notifier_pool.h"
 #include "utils/mutex.h"
 
 namespace chorus {
 
 class ProposeBatch {
  public:
-  // REQUIRES: options and env outlive this.
-  ProposeBatch(const Options* options, const RuntimeEnv* env, std::shared_ptr<EventQueue> queue)
-      : options_(options), env_(env), queue_(std::move(queue)) {}
+  // `gates` gives the batches' gates; null: every waiter is answered on its
+  // own Notifier. REQUIRES: options, env and gates outlive this.
+  ProposeBatch(const Options* options, const RuntimeEnv* env, std::shared_ptr<EventQueue> queue,
+               NotifierPool* gates)
+      : options_(options), env_(env), queue_(std::move(queue)), gates_(gates) {}
 
   // Adds `waiter` (its state machine id and payload set). Every waiter is
   // answered eventually: by the loop, or right here with Stopped when the
@@ -46,15 +53,23 @@ class ProposeBatch {
 
  private:
   std::shared_ptr<ProposalRequest> TakeLocked() REQUIRES(mu_);
+  // Joins a blocking waiter to the pending batch's release (making it if
+  // needed); leaves it on its own Notifier when no gate can be had.
+  void Gate(ProposalWaiter* waiter) REQUIRES(mu_);
   void Post(Event event);
 
   const Options* const options_;
   const RuntimeEnv* const env_;
   const std::shared_ptr<EventQueue> queue_;
+  NotifierPool* const gates_;
 
   Mutex mu_;
   std::vector<std::shared_ptr<ProposalWaiter>> pending_ GUARDED_BY(mu_);
   size_t pending_bytes_ GUARDED_BY(mu_) = 0;
+  // The pending batch's release, shared by its blocking waiters: made at
+  // the first of them, null while there is none.
+  std::shared_ptr<BatchRelease> pending_release_ GUARDED_BY(mu_);
+  size_t pending_gated_ GUARDED_BY(mu_) = 0;  // waiters holding pending_release_
   bool closed_ GUARDED_BY(mu_) = false;
 };
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -227,6 +228,52 @@ Status WakeChannel::TakeFromFutex(int64_t timeout_us) {
         return Status::FromErrno("notifier futex wait", errno);
       }
     }
+  }
+}
+
+Status WakeChannel::PostToAll() {
+  if (backend_ != NotifierBackend::kFutex) return Post();  // every poller sees it readable
+  // Release pairs with the acquire load in AwaitPosted.
+  futex_word_.store(1, std::memory_order_release);
+  if (Futex(&futex_word_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr) < 0) {
+    return Status::FromErrno("futex wake", errno);
+  }
+  return Status::OK();
+}
+
+Status WakeChannel::AwaitPosted(int64_t timeout_us) {
+  Clock::time_point deadline;
+  if (timeout_us >= 0) deadline = DeadlineAfter(timeout_us);
+  for (;;) {
+    struct timespec left;
+    const struct timespec* timeout = nullptr;
+    if (timeout_us >= 0) {
+      left = Remaining(deadline);
+      timeout = &left;
+    }
+    if (backend_ == NotifierBackend::kFutex) {
+      if (futex_word_.load(std::memory_order_acquire) != 0) return Status::OK();
+      if (timeout != nullptr && left.tv_sec == 0 && left.tv_nsec == 0) {
+        return Status::Timeout("notifier: not posted within the timeout");
+      }
+      // Sleeps only while the word is still 0 (the kernel re-checks it).
+      if (Futex(&futex_word_, FUTEX_WAIT_PRIVATE, 0, timeout) < 0 && errno != EAGAIN &&
+          errno != EINTR && errno != ETIMEDOUT) {
+        return Status::FromErrno("notifier futex wait", errno);
+      }
+      continue;  // re-check the word (and the time) after any return
+    }
+    // Level-triggered: a pending token keeps the fd readable for every
+    // poller until someone takes it, so one write releases them all.
+    struct pollfd pfd;
+    pfd.fd = read_fd_;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    int rc = ppoll(&pfd, 1, timeout, nullptr);
+    if (rc > 0) return Status::OK();
+    if (rc == 0) return Status::Timeout("notifier: not posted within the timeout");
+    if (errno == EINTR) continue;
+    return Status::FromErrno("notifier ppoll", errno);
   }
 }
 

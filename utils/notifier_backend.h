@@ -61,6 +61,17 @@ class WakeChannel {
   // REQUIRES: at most one thread calls Take at a time.
   Status Take(int64_t timeout_us);
 
+  // Broadcast use (NotifierGate): a token that stays pending until Take, with
+  // any number of threads waiting for it at once.
+  // Posts one token and wakes every thread inside AwaitPosted. Thread safe.
+  // Returns IOError only if the kernel refuses the write.
+  Status PostToAll();
+  // Sleeps until a token is pending, without taking it, or, when
+  // timeout_us >= 0, until timeout_us microseconds have passed. Returns OK,
+  // Timeout, or IOError when the kernel fails; EINTR is retried. Any number
+  // of threads may call it at once (but not while one calls Take).
+  Status AwaitPosted(int64_t timeout_us);
+
  private:
   explicit WakeChannel(NotifierBackend backend) : backend_(backend) {}
 

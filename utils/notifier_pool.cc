@@ -18,6 +18,8 @@ struct NotifierPool::State {
   mutable Mutex mu;
   std::vector<std::unique_ptr<Notifier>> free_list GUARDED_BY(mu);
   size_t created GUARDED_BY(mu) = 0;
+  std::vector<std::unique_ptr<NotifierGate>> free_gates GUARDED_BY(mu);
+  size_t gates_created GUARDED_BY(mu) = 0;
   bool pool_alive GUARDED_BY(mu) = true;
 };
 
@@ -86,10 +88,12 @@ NotifierPool::NotifierPool(NotifierBackend backend)
 
 NotifierPool::~NotifierPool() {
   std::vector<std::unique_ptr<Notifier>> doomed;
+  std::vector<std::unique_ptr<NotifierGate>> doomed_gates;
   {
     MutexLock lock(&state_->mu);
     state_->pool_alive = false;
     doomed.swap(state_->free_list);
+    doomed_gates.swap(state_->free_gates);
   }
   // `doomed` closes the free Notifiers here. Threads still holding one keep
   // the state alive through their cache and close theirs when they exit.
@@ -132,6 +136,47 @@ Status NotifierPool::Get(Notifier** out) {
   last_notifier = n;
   *out = n;
   return Status::OK();
+}
+
+Status NotifierPool::GetGate(std::shared_ptr<NotifierGate>* out) {
+  std::unique_ptr<NotifierGate> gate;
+  {
+    MutexLock lock(&state_->mu);
+    if (!state_->free_gates.empty()) {
+      gate = std::move(state_->free_gates.back());
+      state_->free_gates.pop_back();
+    }
+  }
+  if (gate == nullptr) {
+    Status s = NotifierGate::Create(state_->backend, &gate);  // a system call: outside the lock
+    if (!s.ok()) return s;
+    MutexLock lock(&state_->mu);
+    state_->gates_created++;
+  }
+  // The deleter holds the pool's state, so a gate outliving its pool is
+  // simply closed.
+  std::shared_ptr<State> state = state_;
+  out->reset(gate.release(), [state](NotifierGate* used) {
+    std::unique_ptr<NotifierGate> owned(used);
+    if (!owned->Reset().ok()) return;  // a gate the kernel failed is not reused
+    MutexLock lock(&state->mu);
+    if (state->pool_alive && state->free_gates.size() < kMaxFreeGates) {
+      state->free_gates.push_back(std::move(owned));
+    }
+    // Otherwise `owned` closes it, after the lock is released (declared
+    // first, destroyed last).
+  });
+  return Status::OK();
+}
+
+size_t NotifierPool::gates_created() const {
+  MutexLock lock(&state_->mu);
+  return state_->gates_created;
+}
+
+size_t NotifierPool::free_gate_count() const {
+  MutexLock lock(&state_->mu);
+  return state_->free_gates.size();
 }
 
 size_t NotifierPool::created() const {

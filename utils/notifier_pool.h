@@ -28,6 +28,7 @@
 #include <memory>
 
 #include "utils/notifier.h"
+#include "utils/notifier_gate.h"
 #include "utils/status.h"
 
 namespace chorus {
@@ -51,11 +52,29 @@ class NotifierPool {
   // a new one could not be created, e.g. out of fds); *out untouched then.
   Status Get(Notifier** out);
 
+  // Sets *out to a closed NotifierGate for one use: many threads wait on it
+  // and one Open releases them all (a BatchPropose batch). The use ends when
+  // the last copy of *out is dropped: the gate is then Reset and goes back to
+  // the pool's free list (or is closed, past kMaxFreeGates, or when the pool
+  // is gone), so gates are reused without a system call to make one.
+  // Returns OK, or the IOError of NotifierGate::Create (*out untouched).
+  // Thread safe; the shared_ptr may be dropped on any thread.
+  Status GetGate(std::shared_ptr<NotifierGate>* out);
+
+  // Free gates kept for reuse, at most; one fd each (two with pipes). The
+  // gates in use are bounded by what uses them (BatchPropose: the batches
+  // pending and in flight); this only bounds what an idle pool holds after
+  // a burst. 256 covers a node of 16 groups with 16 batches in flight each.
+  static constexpr size_t kMaxFreeGates = 256;
+
   // Statistics, for tests and monitoring. Thread safe.
   // Notifiers this pool has created so far (in use + free).
   size_t created() const;
   // Notifiers on the free list now.
   size_t free_count() const;
+  // Gates this pool has created so far, and those on its free list now.
+  size_t gates_created() const;
+  size_t free_gate_count() const;
 
   // Implementation detail, shared with the thread-local caches.
   struct State;

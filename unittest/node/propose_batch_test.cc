@@ -13,6 +13,7 @@
 #include "node/value_codec.h"
 #include "unittest/support/runtime_fakes.h"
 #include "utils/notifier.h"
+#include "utils/notifier_pool.h"
 
 namespace chorus {
 namespace propose_batch_test {
@@ -34,8 +35,10 @@ class ProposeBatchTest : public ::testing::Test {
     h.timers = &scheduler_;
     return h;
   }
+  // `gates_` null (the default here): every waiter is answered on its own
+  // Notifier; a test that sets it sees the batches' gates.
   ProposeBatch& batch() {
-    if (!batch_) batch_ = std::make_unique<ProposeBatch>(&options_, &runtime_, queue_);
+    if (!batch_) batch_ = std::make_unique<ProposeBatch>(&options_, &runtime_, queue_, gates_);
     return *batch_;
   }
   // A waiter as Group::Propose makes it, but with a Notifier of its own (a
@@ -72,6 +75,7 @@ class ProposeBatchTest : public ::testing::Test {
   testing::ManualTimerScheduler scheduler_{&clock_};
   RuntimeEnv runtime_;
   std::shared_ptr<EventQueue> queue_ = std::make_shared<EventQueue>();
+  NotifierPool* gates_ = nullptr;
   std::unique_ptr<ProposeBatch> batch_;
 };
 
@@ -160,6 +164,86 @@ TEST_F(ProposeBatchTest, ABatchThatCannotBeQueuedIsAnsweredStopped) {
     ASSERT_TRUE(w->notifier->WaitFor(0, &ignored).ok());
     EXPECT_TRUE(w->status.IsStopped());
   }
+}
+
+class ProposeBatchGateTest : public ProposeBatchTest {
+ protected:
+  ProposeBatchGateTest() { gates_ = &pool_; }
+  NotifierPool pool_{NotifierBackend::kEventfd};
+};
+
+TEST_F(ProposeBatchGateTest, ABatchsWaitersShareOneGateThatTheLastAnswerOpens) {
+  std::vector<std::shared_ptr<ProposalWaiter>> waiters = {Waiter("a"), Waiter("b"), Waiter("c")};
+  for (auto& w : waiters) batch().Add(w);  // 3 = batch_max_count: it leaves
+  std::deque<Event> events = Queued();
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_NE(waiters[0]->batch, nullptr);
+  for (auto& w : waiters) EXPECT_EQ(w->batch, waiters[0]->batch);
+  NotifierGate* gate = waiters[0]->batch->gate.get();
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(waiters[0]->batch->unanswered, 3u);
+
+  waiters[1]->instance = 41;
+  Answer(waiters[1].get(), Status::OK());
+  Answer(waiters[1].get(), Status::Busy("twice"));  // a second answer is ignored
+  Answer(waiters[0].get(), Status::OK());
+  EXPECT_FALSE(gate->is_open());  // one of them is still unanswered
+  AnswerAll(events[0].request.get(), Status::Timeout("the rest"));
+  EXPECT_TRUE(gate->is_open());
+  EXPECT_TRUE(waiters[1]->status.ok());
+  EXPECT_EQ(waiters[1]->instance, 41u);
+  EXPECT_TRUE(waiters[2]->status.IsTimeout());
+  // Their own Notifiers got nothing: the gate was the only wake-up.
+  int ignored = 0;
+  for (auto& w : waiters) EXPECT_TRUE(w->notifier->WaitFor(0, &ignored).IsTimeout());
+}
+
+TEST_F(ProposeBatchGateTest, EachBatchHasItsOwnGateAndUsedGatesAreReused) {
+  for (int round = 0; round < 3; round++) {
+    std::vector<std::shared_ptr<ProposalWaiter>> first = {Waiter("a"), Waiter("b"), Waiter("c")};
+    std::vector<std::shared_ptr<ProposalWaiter>> second = {Waiter("d"), Waiter("e")};
+    for (auto& w : first) batch().Add(w);
+    for (auto& w : second) batch().Add(w);
+    auto partial = batch().TakePending();
+    ASSERT_NE(partial, nullptr);
+    ASSERT_NE(first[0]->batch, second[0]->batch);
+    EXPECT_EQ(second[0]->batch->unanswered, 2u);
+    std::deque<Event> events = Queued();
+    ASSERT_EQ(events.size(), 1u);  // the full batch (the flushes wait on the timer)
+    AnswerAll(events[0].request.get(), Status::OK());
+    AnswerAll(partial.get(), Status::OK());
+    EXPECT_TRUE(first[0]->batch->gate->is_open());
+    EXPECT_TRUE(second[0]->batch->gate->is_open());
+  }
+  // Every round's gates went back to the pool once the round let go of them.
+  EXPECT_EQ(pool_.gates_created(), 2u);
+}
+
+TEST_F(ProposeBatchGateTest, AsynchronousWaitersAreNotGated) {
+  auto blocking = Waiter("a");
+  auto async = Waiter("b");
+  async->notifier = nullptr;  // as BatchProposeAsync makes it
+  int called = 0;
+  async->on_answer = [&called](ProposalWaiter*) { called++; };
+  batch().Add(blocking);
+  batch().Add(async);
+  auto request = batch().TakePending();
+  ASSERT_NE(request, nullptr);
+  EXPECT_EQ(async->batch, nullptr);
+  ASSERT_NE(blocking->batch, nullptr);
+  EXPECT_EQ(blocking->batch->unanswered, 1u);
+  AnswerAll(request.get(), Status::OK());
+  EXPECT_EQ(called, 1);
+  EXPECT_TRUE(blocking->batch->gate->is_open());
+}
+
+TEST_F(ProposeBatchGateTest, ABatchThatCannotBeQueuedOpensItsGateWithStopped) {
+  queue_->Close();
+  std::vector<std::shared_ptr<ProposalWaiter>> waiters = {Waiter("a"), Waiter("b"), Waiter("c")};
+  for (auto& w : waiters) batch().Add(w);
+  ASSERT_NE(waiters[0]->batch, nullptr);
+  EXPECT_TRUE(waiters[0]->batch->gate->WaitFor(0).ok());
+  for (auto& w : waiters) EXPECT_TRUE(w->status.IsStopped());
 }
 
 }  // namespace
