@@ -106,7 +106,9 @@ TEST_P(NotifierGateTest, RacingOpensAndTimeoutsNeverLoseAnOpening) {
   for (int round = 0; round < kRounds; round++) {
     std::atomic<bool> opened{false};
     std::vector<Status> results(kWaiters);
-    std::vector<bool> opened_before_return(kWaiters, false);
+    // One byte each (not vector<bool>, whose bits share words): every
+    // waiter writes its own.
+    std::vector<char> opened_before_return(kWaiters, 0);
     std::vector<std::thread> waiters;
     const int delay_us = static_cast<int>(rng() % 300);
     for (int i = 0; i < kWaiters; i++) {
