@@ -11,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "bench/notifier_bench_util.h"
 #include "utils/cycle_clock.h"
 #include "utils/notifier.h"
 #include "utils/notifier_gate.h"
@@ -19,26 +20,10 @@ namespace chorus {
 namespace bench {
 namespace {
 
-[[noreturn]] void Die(const std::string& msg) {
-  std::fprintf(stderr, "notifier_bench batch: %s\n", msg.c_str());
-  std::exit(1);
-}
-
-template <typename Cond>
-void SpinUntil(Cond cond) {
-  while (!cond()) std::this_thread::yield();
-}
-
 uint64_t ThreadCpuNs() {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t MedianOf(std::vector<uint64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct RowResult {

@@ -52,6 +52,7 @@
 #include <gflags/gflags.h>
 
 #include "bench/notifier_batch.h"
+#include "bench/notifier_bench_util.h"
 #include "tools/program_flags.h"
 #include "utils/cycle_clock.h"
 #include "utils/notifier.h"
@@ -72,6 +73,10 @@ DEFINE_bool(json, false, "print one JSON object per row instead of a table");
 namespace chorus {
 namespace {
 
+using bench::Die;
+using bench::MedianOf;
+using bench::SpinUntil;
+
 enum class Mode { kNonblocking, kBlocking };
 
 const char* ModeName(Mode m) { return m == Mode::kNonblocking ? "nonblocking" : "blocking"; }
@@ -86,11 +91,6 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
-[[noreturn]] void Die(const std::string& msg) {
-  std::fprintf(stderr, "notifier_bench: %s\n", msg.c_str());
-  std::exit(1);
-}
-
 void PinTo(int cpu) {
   if (cpu < 0) return;
   cpu_set_t set;
@@ -98,20 +98,6 @@ void PinTo(int cpu) {
   CPU_SET(cpu, &set);
   int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
   if (rc != 0) Die("cannot pin to cpu " + std::to_string(cpu));
-}
-
-// Spins on `cond`, yielding now and then so an unpinned run on a busy
-// machine cannot starve the thread it waits for.
-template <typename Cond>
-void SpinUntil(Cond cond) {
-  for (int spins = 0; !cond(); spins++) {
-    if (spins < 100) {
-      CpuRelax();
-    } else {
-      std::this_thread::yield();
-      spins = 0;
-    }
-  }
 }
 
 struct RunResult {
@@ -235,11 +221,6 @@ RunResult RunRow(const std::string& row, Mode mode, int producer_cpu, int consum
   Status s = Notifier::Create(backend, &n);
   if (!s.ok()) Die("create " + row + ": " + s.ToString());
   return RunOnce(n.get(), mode, producer_cpu, consumer_cpu);
-}
-
-uint64_t MedianOf(std::vector<uint64_t> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 int Main() {
