@@ -118,7 +118,10 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
   // waiter->batch was set by batch_.Add, on this thread inside Post, and is
   // never changed; the gate lives as long as the waiter holds it.
   NotifierGate* gate = waiter->batch ? waiter->batch->gate.get() : nullptr;
-  s = gate != nullptr ? gate->WaitFor(limit_us) : waiter->notifier->WaitFor(limit_us, &ignored);
+  auto wait_for = [&](int64_t us) {
+    return gate != nullptr ? gate->WaitFor(us) : waiter->notifier->WaitFor(us, &ignored);
+  };
+  s = wait_for(limit_us);
   if (s.IsTimeout()) {
     // The loop did not answer in time: stop it from using ctx from now on,
     // then take an answer that may have raced in.
@@ -126,7 +129,7 @@ Status Group::Propose(const std::string& value, ExecuteContext* ctx, bool batch,
       MutexLock lock(&waiter->mu);
       waiter->abandoned = true;
     }
-    s = gate != nullptr ? gate->WaitFor(0) : waiter->notifier->WaitFor(0, &ignored);
+    s = wait_for(0);
     if (!s.ok()) {
       return Status::Timeout("no answer from group " + std::to_string(index_) +
                              " by the call's deadline; the value may still be chosen later "

@@ -13,11 +13,13 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   request->waiters.swap(pending_);
   pending_bytes_ = 0;
   if (pending_release_) {
-    // Its gate opens when the last of these is answered; nobody answers
-    // before the request is posted, which happens after this.
-    pending_release_->unanswered = pending_gated_;
+    // Its gate opens when the last of the waiters holding it is answered;
+    // nobody answers before the request is posted, which happens after this.
+    const std::shared_ptr<BatchRelease>& release = pending_release_;
+    release->unanswered = static_cast<size_t>(std::count_if(
+        request->waiters.begin(), request->waiters.end(),
+        [&release](const std::shared_ptr<ProposalWaiter>& w) { return w->batch == release; }));
     pending_release_.reset();
-    pending_gated_ = 0;
   }
   std::vector<const AppValue*> values;
   values.reserve(request->waiters.size());
@@ -42,7 +44,6 @@ void ProposeBatch::Gate(ProposalWaiter* waiter) {
     pending_release_ = std::move(release);
   }
   waiter->batch = pending_release_;
-  pending_gated_++;
 }
 
 size_t ProposeBatch::pending_count() {

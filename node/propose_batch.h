@@ -69,7 +69,6 @@ class ProposeBatch {
   // The pending batch's release, shared by its blocking waiters: made at
   // the first of them, null while there is none.
   std::shared_ptr<BatchRelease> pending_release_ GUARDED_BY(mu_);
-  size_t pending_gated_ GUARDED_BY(mu_) = 0;  // waiters holding pending_release_
   bool closed_ GUARDED_BY(mu_) = false;
 };
 
