@@ -15,10 +15,10 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   if (pending_release_) {
     // Its gate opens when the last of the waiters holding it is answered;
     // nobody answers before the request is posted, which happens after this.
-    const std::shared_ptr<BatchRelease>& release = pending_release_;
+    BatchRelease* const release = pending_release_.get();
     release->unanswered = static_cast<size_t>(std::count_if(
         request->waiters.begin(), request->waiters.end(),
-        [&release](const std::shared_ptr<ProposalWaiter>& w) { return w->batch == release; }));
+        [release](const std::shared_ptr<ProposalWaiter>& w) { return w->batch.get() == release; }));
     pending_release_.reset();
   }
   std::vector<const AppValue*> values;
