@@ -2,7 +2,7 @@
 // 3-process chorus cluster on loopback, with fsync on.
 //
 //   propose_bench [--clients=100 --value_size=100 --seconds=10 --groups=1]
-//                 [--batch --batch_count=64 --batch_delay_ms=0] [--json]
+//                 [--batch --batch_count=64 --batch_delay_ms=0 --batch_inflight=2] [--json]
 //                 [--election [--clients_on=one|all] [--node0_role=any|master|follower]
 //                  [--reads]]
 //                 [--checkpoint_interval=N [--log_keep=K]] [--secret]
@@ -113,6 +113,8 @@ DEFINE_bool(async_chain, false,
             "with --async: each done proposes the next value itself, on chorus's thread");
 DEFINE_int32(batch_count, 64, "Options::batch_max_count (with --batch)");
 DEFINE_int32(batch_delay_ms, 0, "Options::batch_delay_ms (with --batch)");
+DEFINE_int32(batch_inflight, chorus::Options().batch_max_inflight,
+             "Options::batch_max_inflight (with --batch; 0: no limit)");
 DEFINE_int32(max_inflight, 64, "Options::max_inflight (instances in flight per group)");
 DEFINE_bool(sync_writes, true, "Options::sync_writes (fsync); keep on for real figures");
 DEFINE_bool(json, false, "print one JSON object instead of a table");
@@ -181,12 +183,16 @@ bool ReadFile(const std::string& path, std::string* text) {
 class CountingStateMachine : public chorus::StateMachine {
  public:
   int id() const override { return 1; }
-  chorus::Status Execute(const chorus::ExecuteInfo&, const std::string&,
+  chorus::Status Execute(const chorus::ExecuteInfo& info, const std::string&,
                          chorus::ExecuteContext*) override {
     executed_.fetch_add(1, std::memory_order_relaxed);
+    // Every instance has exactly one value at batch index 0.
+    if (info.batch_index == 0) instances_.fetch_add(1, std::memory_order_relaxed);
     return chorus::Status::OK();
   }
   uint64_t executed() const { return executed_.load(std::memory_order_relaxed); }
+  // Paxos instances executed (not checkpointed), for the batch shape.
+  uint64_t instances() const { return instances_.load(std::memory_order_relaxed); }
 
   chorus::Status PrepareCheckpoint(const chorus::CheckpointInfo&,
                                    std::unique_ptr<chorus::CheckpointWriter>* writer) override {
@@ -202,6 +208,7 @@ class CountingStateMachine : public chorus::StateMachine {
 
  private:
   std::atomic<uint64_t> executed_{0};
+  std::atomic<uint64_t> instances_{0};
 
   class CountWriter : public chorus::CheckpointWriter {
    public:
@@ -263,6 +270,9 @@ struct Environment {
   // Node 0, group 0, at the window's end (--checkpoint_interval).
   uint64_t checkpoints_made = 0;
   uint64_t log_start = 0;
+  // Instances node 0 executed in the window (all groups): with `executed`,
+  // the batch shape (values per instance).
+  uint64_t instances = 0;
 };
 
 // CPU seconds of node 0 (this process) and of the peers in `peers`, in node
@@ -388,6 +398,9 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
   const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
   const double p999 = Percentile(all, 0.999), max = all.empty() ? 0 : all.back() / 1000.0;
   const double mb_per_sec = FLAGS_reads ? 0 : ops * FLAGS_value_size / 1e6;  // reads carry none
+  // Node 0 executes every group's values, whoever proposed them.
+  const double values_per_instance =
+      env.instances == 0 ? 0 : static_cast<double>(executed) / static_cast<double>(env.instances);
   // CPU microseconds per value, per node and in total (-1: unknown).
   std::vector<double> cpu_us_by_node;
   double cpu_us_total = all.empty() ? -1 : 0;
@@ -419,10 +432,12 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         "{\"bench\":\"propose\",\"ops_per_sec\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
         "\"p999_ms\":%.3f,\"max_ms\":%.3f,\"ops\":%zu,\"failures\":%" PRIu64
         ",\"failure_codes\":{%s},\"elapsed_s\":%.3f,\"executed_on_node0\":%" PRIu64
+        ",\"instances_on_node0\":%" PRIu64 ",\"values_per_instance\":%.2f"
         ",\"mb_per_sec\":%.3f,\"cpu_us_per_value\":%.2f,"
         "\"cpu_us_per_value_by_node\":[%.2f,%.2f,%.2f],"
         "\"node0_cpu_cores\":%.2f,\"load_avg_1m\":%.2f,\"cpus\":%u,\"nodes\":3,\"clients\":%d,\"value_size\":%d,\"seconds\":%d,\"groups\":%d,"
-        "\"batch\":%s,\"batch_count\":%d,\"batch_delay_ms\":%d,\"max_inflight\":%d,"
+        "\"batch\":%s,\"batch_count\":%d,\"batch_delay_ms\":%d,\"batch_inflight\":%d,"
+        "\"max_inflight\":%d,"
         "\"sync_writes\":%s,\"op\":\"%s\",\"election\":%s,\"clients_on\":\"%s\","
         "\"clients_by_node\":[%d,%d,%d],\"ops_per_sec_by_node\":%s,\"p50_ms_by_node\":%s,"
         "\"p99_ms_by_node\":%s,\"node0_role\":\"%s\",\"node0_is_master\":%d,"
@@ -430,10 +445,10 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
         ",\"log_start\":%" PRIu64 ",\"secret\":%s,\"async\":%s,\"async_submitters\":%d,\"async_chain\":%s,"
         "\"threads_cpu_us_per_value\":%s,\"threads_cpu_us_per_value_by_node\":[%s]}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
-        mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
+        env.instances, values_per_instance, mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
         env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
         FLAGS_clients, FLAGS_value_size, FLAGS_seconds, FLAGS_groups,
-        FLAGS_batch ? "true" : "false", FLAGS_batch_count, FLAGS_batch_delay_ms,
+        FLAGS_batch ? "true" : "false", FLAGS_batch_count, FLAGS_batch_delay_ms, FLAGS_batch_inflight,
         FLAGS_max_inflight, FLAGS_sync_writes ? "true" : "false", FLAGS_reads ? "read" : "propose",
         FLAGS_election ? "true" : "false", FLAGS_clients_on.c_str(), ClientsOf(0), ClientsOf(1),
         ClientsOf(2), by_node.ops.c_str(), by_node.p50.c_str(), by_node.p99.c_str(),
@@ -448,7 +463,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
                 ClientsOf(1), ClientsOf(2), FLAGS_value_size, FLAGS_seconds,
                 FLAGS_reads   ? "ReadBarrier"
                 : FLAGS_batch ? ("BatchPropose (count " + std::to_string(FLAGS_batch_count) +
-                                 ", delay " + std::to_string(FLAGS_batch_delay_ms) + " ms)")
+                                 ", delay " + std::to_string(FLAGS_batch_delay_ms) +
+                                 " ms, in flight " + std::to_string(FLAGS_batch_inflight) + ")")
                                     .c_str()
                               : "Propose",
                 FLAGS_election ? "on" : "off");
@@ -475,6 +491,8 @@ void Report(double elapsed_s, std::vector<ClientResult>& results, const std::vec
     std::printf("(CPU us per value by node: node 0 %.2f (with the clients), node 1 %.2f, "
                 "node 2 %.2f; MB/s counts payload bytes only)\n",
                 cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2]);
+    std::printf("(values per paxos instance: %.2f, %" PRIu64 " instances executed on node 0)\n",
+                values_per_instance, env.instances);
     std::printf("(CPU us per value by thread, user+sys%s)\n", threads_text.c_str());
     if (FLAGS_clients_on == "all") {
       std::printf("(by node 0/1/2: values/s %s, p50 ms %s, p99 ms %s)\n", by_node.ops.c_str(),
@@ -690,6 +708,7 @@ int RunNode() {
   options.max_inflight = FLAGS_max_inflight;
   options.batch_max_count = FLAGS_batch_count;
   options.batch_delay_ms = FLAGS_batch_delay_ms;
+  options.batch_max_inflight = FLAGS_batch_inflight;
   options.master_election = FLAGS_election;
   // A benchmark's secret: only its length and use matter here, never keep a
   // real one in code.
@@ -731,8 +750,11 @@ int RunNode() {
     node->Stop();
     return 1;
   }
-  uint64_t executed_before = 0;
-  for (const auto& m : machines) executed_before += m->executed();
+  uint64_t executed_before = 0, instances_before = 0;
+  for (const auto& m : machines) {
+    executed_before += m->executed();
+    instances_before += m->instances();
+  }
 
   Environment env;
   env.load_avg_1m = chorus::bench::LoadAverage1m();
@@ -767,8 +789,12 @@ int RunNode() {
     const bool known = cpu_before[i] >= 0 && cpu_after[i] >= 0;
     env.cpu_s_by_node.push_back(known ? cpu_after[i] - cpu_before[i] : -1);
   }
-  uint64_t executed = 0;
-  for (const auto& m : machines) executed += m->executed();
+  uint64_t executed = 0, instances = 0;
+  for (const auto& m : machines) {
+    executed += m->executed();
+    instances += m->instances();
+  }
+  env.instances = instances - instances_before;
   chorus::GroupStatus group0;
   if (node->GetGroupStatus(0, &group0).ok()) {
     env.checkpoints_made = group0.checkpoints_made;
@@ -849,6 +875,7 @@ int RunParent(const char* argv0) {
         flag("max_inflight", std::to_string(FLAGS_max_inflight)),
         flag("batch_count", std::to_string(FLAGS_batch_count)),
         flag("batch_delay_ms", std::to_string(FLAGS_batch_delay_ms)),
+        flag("batch_inflight", std::to_string(FLAGS_batch_inflight)),
         bool_flag("sync_writes", FLAGS_sync_writes), bool_flag("election", FLAGS_election),
         bool_flag("secret", FLAGS_secret), flag("run_dir", dir), flag("clients", std::to_string(FLAGS_clients)),
         flag("clients_on", FLAGS_clients_on), flag("value_size", std::to_string(FLAGS_value_size)),

@@ -48,6 +48,7 @@ void Admission::Admit(const std::shared_ptr<ProposalRequest>& request, paxos::Ou
   // others wait here, in arrival order, where their queue wait is measured.
   if (!backlog_.empty() || in_core_.size() >= Capacity()) {
     backlog_.push_back(request);
+    Held(*request);
     ArmBacklogTimer(Expiry(*request));
     return;
   }
@@ -65,6 +66,7 @@ void Admission::StartInCore(const std::shared_ptr<ProposalRequest>& request,
   }
   InCore& in = in_core_[token];
   in.request = request;
+  Held(*request);
   Event deadline;
   deadline.kind = Event::Kind::kDeadline;
   deadline.token = token;
@@ -88,6 +90,7 @@ void Admission::Drain() {
       break;
     }
     backlog_.pop_front();
+    LetGo(*front);  // StartInCore counted it again if it is in the core now
   }
   ArmBacklogTimer();
 }
@@ -103,7 +106,9 @@ void Admission::ExpireBacklog() {
   const SteadyTime now = env_->Now();
   backlog_.erase(std::remove_if(backlog_.begin(), backlog_.end(),
                                 [&](const std::shared_ptr<ProposalRequest>& r) {
-                                  return Expired(r.get(), now);
+                                  if (!Expired(r.get(), now)) return false;
+                                  LetGo(*r);
+                                  return true;
                                 }),
                  backlog_.end());
 }
@@ -148,6 +153,7 @@ std::shared_ptr<ProposalRequest> Admission::Finish(uint64_t token) {
   if (it == in_core_.end()) return nullptr;
   InCore in = std::move(it->second);
   in_core_.erase(it);
+  LetGo(*in.request);
   if (in.deadline_timer != 0) timers_->Cancel(in.deadline_timer);
   return std::move(in.request);
 }
@@ -160,6 +166,7 @@ void Admission::FailAll(const Status& why) {
   in_core_.clear();
   for (auto& request : backlog_) AnswerAll(request.get(), why);
   backlog_.clear();
+  batches_held_ = 0;
 }
 
 }  // namespace chorus

@@ -23,7 +23,7 @@ struct Event {
     kMessage,     // bytes: a paxos message from a peer
     kTimeout,     // timer: a core timer fired
     kDeadline,    // token: a proposal's deadline passed
-    kFlushBatch,    // the batch delay passed: send the pending batch
+    kFlushBatch,    // send the pending batch (token 1: its deadline, whatever is in flight)
     kBacklogCheck,  // the oldest waiting proposal may have expired
     kReadBarrier,   // call: a ReadBarrier caller
     kTransfer,      // call, token = target (0: step down): TransferMaster / StepDown

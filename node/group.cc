@@ -189,6 +189,12 @@ void Group::RunRounds() {
     // Proposals that ended this round made room: start waiting ones.
     SetCoreNow();
     admission_->Drain();
+    // Batches that ended this round made room for a deferred one.
+    if (batch_deferred_) {
+      paxos::Outputs step;
+      FlushBatch(/*at_deadline=*/false, &step);
+      Merge(&step);
+    }
   } while (!round_.empty());
 }
 
@@ -201,7 +207,7 @@ void Group::HandleEvent(Event* event, paxos::Outputs* step) {
       HandlePropose(event->request, step);
       break;
     case Event::Kind::kFlushBatch:
-      if (auto request = batch_.TakePending()) HandlePropose(request, step);
+      FlushBatch(/*at_deadline=*/event->token != 0, step);
       break;
     case Event::Kind::kMessage:
       // Bad input (a sender speaking for another node included) is counted by the core.
@@ -248,6 +254,38 @@ void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos
     return;
   }
   admission_->Admit(request, step);
+}
+
+void Group::FlushBatch(bool at_deadline, paxos::Outputs* step) {
+  if (at_deadline) batch_deadline_timer_ = 0;  // this is it firing
+  const int limit = env_.options->batch_max_inflight;
+  SteadyTime deadline;
+  const bool pending = batch_.PendingDeadline(&deadline);
+  if (pending && !at_deadline && limit > 0 &&
+      admission_->batches_held() >= static_cast<size_t>(limit)) {
+    // The batch keeps filling (ProposeBatch posts no new flush while it is
+    // not empty); RunRounds flushes it again after each round. The timer
+    // follows the pending batch: a full one may have left meanwhile and
+    // another begun.
+    batch_deferred_ = true;
+    if (batch_deadline_timer_ == 0 || deadline != batch_deadline_) {
+      if (batch_deadline_timer_ != 0) timers_->Cancel(batch_deadline_timer_);
+      Event flush;
+      flush.kind = Event::Kind::kFlushBatch;
+      flush.token = 1;
+      batch_deadline_timer_ =
+          timers_->Start(Admission::TimerDelayMs(env_.runtime->Now(), deadline), std::move(flush));
+      batch_deadline_ = deadline;
+    }
+    return;
+  }
+  batch_deferred_ = false;
+  if (batch_deadline_timer_ != 0) {
+    timers_->Cancel(batch_deadline_timer_);
+    batch_deadline_timer_ = 0;
+  }
+  if (!pending) return;
+  if (auto request = batch_.TakePending()) HandlePropose(request, step);
 }
 
 void Group::Merge(paxos::Outputs* step) { round_.Add(step); }

@@ -212,6 +212,11 @@ class Group {
   // unblocked (backlog starts), until a round is empty.
   void RunRounds();
   void HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos::Outputs* step);
+  // The pending batch's flush (kFlushBatch, or a retry after a round): it
+  // leaves unless Options::batch_max_inflight batches are in flight, in
+  // which case it stays pending (batch_deferred_) until one of them ends or
+  // its earliest deadline comes (`at_deadline`: it leaves regardless).
+  void FlushBatch(bool at_deadline, paxos::Outputs* step);
   uint64_t NextProposalId();
   // Adds the outputs of one core step to the current round (clears *step).
   void Merge(paxos::Outputs* step);
@@ -293,6 +298,13 @@ class Group {
   std::unique_ptr<MembershipChanger> changer_;
   // Which proposals are in the core, which wait; made by Open once the core exists.
   std::unique_ptr<Admission> admission_;
+  // The pending batch's flush came while batch_max_inflight batches were in
+  // flight: RunRounds retries it after every round. The timer (a kFlushBatch
+  // event with token 1; 0: none) makes it leave by its earliest deadline, so
+  // that its waiters are answered Timeout on time even if nothing ahead ends.
+  bool batch_deferred_ = false;
+  uint64_t batch_deadline_timer_ = 0;
+  SteadyTime batch_deadline_;  // what the timer is armed for (while it is)
   // Making, trimming behind and loading checkpoints (its accessors are
   // thread-safe, the rest loop only). Made by the constructor.
   std::unique_ptr<GroupCheckpoint> checkpoint_;

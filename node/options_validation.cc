@@ -180,6 +180,10 @@ Status ValidateNodeOptions(const Options& o) {
     return Invalid("batch_delay_ms must be >= 0 and below propose_timeout_ms, got " +
                    std::to_string(o.batch_delay_ms));
   }
+  if (o.batch_max_inflight < 0) {
+    return Invalid("batch_max_inflight must be >= 0 (0: no limit), got " +
+                   std::to_string(o.batch_max_inflight));
+  }
   if (!(s = ValidateMasterOptions(o)).ok()) return s;
   if (!(s = ValidateClusterSecret(o.cluster_secret)).ok()) return s.Annotate("options");
   if (!o.cluster_secret.empty() && o.transport != nullptr) {

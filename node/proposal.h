@@ -136,6 +136,9 @@ struct ProposalRequest {
   // Loop only: when the loop first took the request from its queue (unset
   // until then).
   std::chrono::steady_clock::time_point taken;
+  // A BatchPropose batch (set by ProposeBatch): Admission counts the ones
+  // it holds, which Options::batch_max_inflight limits.
+  bool batch = false;
 };
 
 // Whether a request that has not started in the core must fail at `now`:

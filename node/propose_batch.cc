@@ -10,6 +10,7 @@ namespace chorus {
 std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   if (pending_.empty()) return nullptr;
   auto request = std::make_shared<ProposalRequest>();
+  request->batch = true;
   request->waiters.swap(pending_);
   pending_bytes_ = 0;
   if (pending_release_) {
@@ -28,8 +29,7 @@ std::shared_ptr<ProposalRequest> ProposeBatch::TakeLocked() {
   request->enqueued = request->waiters.front()->enqueued;
   // The values share one paxos instance, and so one fate: the earliest
   // deadline of theirs.
-  request->deadline = request->waiters.front()->deadline;
-  for (const auto& w : request->waiters) request->deadline = std::min(request->deadline, w->deadline);
+  request->deadline = pending_deadline_;
   return request;
 }
 
@@ -49,6 +49,13 @@ void ProposeBatch::Gate(ProposalWaiter* waiter) {
 size_t ProposeBatch::pending_count() {
   MutexLock lock(&mu_);
   return pending_.size();
+}
+
+bool ProposeBatch::PendingDeadline(SteadyTime* deadline) {
+  MutexLock lock(&mu_);
+  if (pending_.empty()) return false;
+  *deadline = pending_deadline_;
+  return true;
 }
 
 std::shared_ptr<ProposalRequest> ProposeBatch::TakePending() {
@@ -87,6 +94,8 @@ void ProposeBatch::Add(std::shared_ptr<ProposalWaiter> waiter) {
       }
       if (waiter->notifier != nullptr) Gate(waiter.get());
       pending_bytes_ += waiter->value.payload.size();
+      pending_deadline_ =
+          pending_.empty() ? waiter->deadline : std::min(pending_deadline_, waiter->deadline);
       pending_.push_back(std::move(waiter));
       first = pending_.size() == 1;
       if (pending_.size() >= static_cast<size_t>(options_->batch_max_count) ||

@@ -10,7 +10,9 @@
 // (proposal.h): a gate from the NotifierPool, opened by the answer to the
 // last of them, so the loop pays one wake-up per batch instead of one per
 // value. A waiter refused at once (closed), or one for which no gate could
-// be made, is answered on its own Notifier.
+// be made, is answered on its own Notifier. The loop may hold a flush back
+// while Options::batch_max_inflight batches are in flight (Group::FlushBatch):
+// the batch then keeps filling.
 //
 // Thread safety: Add from any thread; TakePending from the loop; both lock mu_.
 #ifndef CHORUS_NODE_PROPOSE_BATCH_H_
@@ -44,6 +46,9 @@ class ProposeBatch {
   // Values waiting in the pending batch (for tests).
   size_t pending_count();
 
+  // The earliest deadline of the pending batch's values; false when empty.
+  bool PendingDeadline(SteadyTime* deadline);
+
   // Takes the pending (partial) batch as a request; nullptr when empty.
   std::shared_ptr<ProposalRequest> TakePending();
 
@@ -66,6 +71,8 @@ class ProposeBatch {
   Mutex mu_;
   std::vector<std::shared_ptr<ProposalWaiter>> pending_ GUARDED_BY(mu_);
   size_t pending_bytes_ GUARDED_BY(mu_) = 0;
+  // The earliest deadline of pending_'s waiters (valid while it is not empty).
+  SteadyTime pending_deadline_ GUARDED_BY(mu_);
   // The pending batch's release, shared by its blocking waiters: made at
   // the first of them, null while there is none.
   std::shared_ptr<BatchRelease> pending_release_ GUARDED_BY(mu_);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs a short propose_bench and checks that its JSON object holds the
-# throughput, MB/s and CPU-per-value fields as positive numbers (ctest
-# propose_bench_json, label sample). It asserts no speed: any positive figure
-# passes. Extra arguments go to propose_bench (e.g. --async); with --async
-# the JSON must say so.
+# throughput, MB/s, CPU-per-value and values-per-instance fields as
+# positive numbers (ctest propose_bench_json, label sample). It asserts no
+# speed: any positive figure passes. Extra arguments go to propose_bench
+# (e.g. --async); with --async the JSON must say so.
 #   scripts/check_propose_bench_json.sh PROPOSE_BENCH [propose_bench flags...]
 set -uo pipefail
 prog=${1:?usage: check_propose_bench_json.sh PROPOSE_BENCH [flags...]}
@@ -14,7 +14,7 @@ fail() { echo "check_propose_bench_json: $*" >&2; echo "$out" >&2; exit 1; }
 [ "$rc" -eq 0 ] || fail "propose_bench exited with $rc"
 num='[0-9]*\.?[0-9]*'
 pos="0*\.?0*[1-9]$num"  # a number with a non-zero digit, no sign
-for field in ops_per_sec mb_per_sec cpu_us_per_value; do
+for field in ops_per_sec mb_per_sec cpu_us_per_value values_per_instance; do
   grep -qE "\"$field\":$pos[,}]" <<<"$out" || fail "no positive \"$field\""
 done
 grep -qE "\"cpu_us_per_value_by_node\":\[$pos,$pos,$pos\]" <<<"$out" ||

@@ -573,6 +573,12 @@ TEST_F(OptionsTest, EveryInvalidOptionGetsItsStatus) {
   o = Valid();
   o.max_inbound_queue_bytes = o.max_frame_bytes - 1;
   EXPECT_TRUE(Open(o).IsInvalidArgument());
+
+  o = Valid();
+  o.batch_max_inflight = -1;
+  s = Open(o);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("batch_max_inflight"), std::string::npos) << s.ToString();
 }
 
 TEST_F(OptionsTest, UnwritableDataDirIsRefused) {

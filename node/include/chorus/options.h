@@ -319,6 +319,16 @@ struct Options {
   // A delay makes batches fuller under light load at the cost of latency;
   // propose_bench measured 0 as best on a 2-core machine (see README).
   int batch_delay_ms = 0;
+  // While this many of the group's batches are in flight (proposed and not
+  // yet chosen or failed), a batch that is not full does not leave when it
+  // would: it keeps filling until one of them ends (or it fills up, or its
+  // earliest deadline comes). With fewer in flight it leaves as before, so
+  // a lone caller waits for nothing; under load the batches fill while the
+  // ones ahead are replicated, and each value costs the loop, the disk and
+  // the peers a fraction of an instance instead of a whole one.
+  // Default 2 (see README "Batch shape"); 0: no limit (every batch leaves
+  // at its flush, however many are in flight).
+  int batch_max_inflight = 2;
 
   // ---- Logging ----
   // Where log lines go. Default (empty): stderr.
