@@ -18,7 +18,7 @@ using Clock = std::chrono::steady_clock;
 class Submitter {
  public:
   Submitter(Node* node, const AsyncClientsConfig& config, int first_slot, int slots,
-            std::vector<AsyncSlotResult>* results)
+            std::vector<ClientResult>* results)
       : node_(node),
         config_(config),
         first_slot_(first_slot),
@@ -92,7 +92,7 @@ class Submitter {
   // On the group's loop thread (or this one, for a refusal).
   void OnDone(size_t i, const Status& s) {
     const Clock::time_point entered = Clock::now();
-    AsyncSlotResult& r = (*results_)[static_cast<size_t>(first_slot_) + i];
+    ClientResult& r = (*results_)[static_cast<size_t>(first_slot_) + i];
     if (s.ok()) {
       const auto us =
           std::chrono::duration_cast<std::chrono::microseconds>(entered - slots_[i].began).count();
@@ -135,7 +135,7 @@ class Submitter {
   const AsyncClientsConfig config_;
   const int first_slot_;
   std::vector<Slot> slots_;
-  std::vector<AsyncSlotResult>* const results_;
+  std::vector<ClientResult>* const results_;
   Clock::time_point end_;  // set by Run before the first call
   int in_flight_ = 0;      // Run's thread only: slots not handed back for good
 
@@ -149,10 +149,10 @@ class Submitter {
 
 }  // namespace
 
-std::vector<AsyncSlotResult> RunAsyncClients(Node* node, const AsyncClientsConfig& config,
-                                             Clock::time_point end) {
-  std::vector<AsyncSlotResult> results(static_cast<size_t>(config.outstanding));
-  for (AsyncSlotResult& r : results) r.latencies_us.reserve(1 << 14);
+std::vector<ClientResult> RunAsyncClients(Node* node, const AsyncClientsConfig& config,
+                                          Clock::time_point end) {
+  std::vector<ClientResult> results(static_cast<size_t>(config.outstanding));
+  for (ClientResult& r : results) r.latencies_us.reserve(1 << 14);
   const int submitters = std::max(1, std::min(config.submitters, config.outstanding));
   std::vector<std::unique_ptr<Submitter>> owners;
   int first = 0;

@@ -18,10 +18,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
-#include <string>
 #include <vector>
 
+#include "bench/run_dir.h"
 #include "chorus/node.h"
 
 namespace chorus {
@@ -39,18 +38,12 @@ struct AsyncClientsConfig {
   bool chain = false;
 };
 
-// One slot's figures: the latency (us, submit to done) of every successful
-// call, and the failures by Status code name.
-struct AsyncSlotResult {
-  std::vector<uint32_t> latencies_us;
-  std::map<std::string, uint64_t> failures;
-};
-
 // Runs until `end` (steady clock), then until every proposal made was
-// answered. Returns one result per slot (`outstanding` of them), and prints
-// to stderr the mean time a done took (on the loop thread, mostly).
-std::vector<AsyncSlotResult> RunAsyncClients(Node* node, const AsyncClientsConfig& config,
-                                             std::chrono::steady_clock::time_point end);
+// answered. Returns one result per slot (`outstanding` of them; a latency
+// is from submit to done), and prints to stderr the mean time a done took
+// (on the loop thread, mostly).
+std::vector<ClientResult> RunAsyncClients(Node* node, const AsyncClientsConfig& config,
+                                          std::chrono::steady_clock::time_point end);
 
 }  // namespace bench
 }  // namespace chorus

@@ -1,6 +1,7 @@
 #include "bench/thread_cpu.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +61,19 @@ ThreadSample SampleThreads(pid_t pid) {
   closedir(tasks);
   s.ok = true;
   return s;
+}
+
+double ProcessCpuSeconds(pid_t pid) {
+  if (pid == 0) {
+    rusage ru{};
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  }
+  std::string name;
+  CpuTimes cpu;
+  if (!ReadStat("/proc/" + std::to_string(pid) + "/stat", &name, &cpu)) return -1;
+  return Total(cpu);
 }
 
 std::map<std::string, CpuTimes> CpuByThreadName(const ThreadSample& before,

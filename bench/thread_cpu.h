@@ -44,6 +44,11 @@ struct ThreadSample {
 // Samples process `pid` (0: this process).
 ThreadSample SampleThreads(pid_t pid);
 
+// User + system CPU seconds process `pid` used so far: this process's
+// (pid 0) from getrusage (microseconds), another's from /proc/<pid>/stat
+// (clock ticks); -1 if it cannot be read (the process is gone).
+double ProcessCpuSeconds(pid_t pid);
+
 // The CPU used between `before` and `after` (two samples of one process),
 // by thread name, as the file comment says; the threads that started or
 // ended between them are `rest_name`. Empty when either sample failed.
