@@ -47,11 +47,12 @@ inline double LoadAverage1m() {
   return load;
 }
 
-// Three distinct loopback ports that were free a moment ago.
-inline bool PickPorts(std::vector<uint16_t>* ports) {
+// `count` distinct loopback ports that were free a moment ago (the nodes',
+// then any the bench adds).
+inline bool PickPorts(std::vector<uint16_t>* ports, int count = 3) {
   std::vector<int> fds;
   bool ok = true;
-  for (int i = 0; i < 3 && ok; ++i) {
+  for (int i = 0; i < count && ok; ++i) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;

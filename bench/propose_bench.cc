@@ -3,16 +3,17 @@
 //
 //   propose_bench [--clients=100 --value_size=100 --seconds=10 --groups=1]
 //                 [--batch --batch_count=64 --batch_delay_ms=0 --batch_inflight=2] [--json]
-//                 [--clients_on=one|all]
+//                 [--clients_on=one|all|process]
 //                 [--election [--node0_role=any|master|follower] [--reads]]
 //                 [--checkpoint_interval=N [--log_keep=K]] [--secret]
 //                 [--async [--async_submitters=1] [--async_chain]]
 //
 // The program runs itself three times (fork + exec of /proc/self/exe with the
-// hidden --role=node): node 1 and node 2 just serve; node 0 also runs the
-// --clients threads, so every proposal goes through a Node like an
-// application's would. Each client proposes --value_size-byte values back to
-// back for --seconds, round-robin over the groups, and times every call.
+// hidden --role=node; a fourth with --clients_on=process): node 1 and node 2
+// just serve; node 0 also runs the --clients threads (by default), so every
+// proposal goes through a Node like an application's would. Each client
+// proposes --value_size-byte values back to back for --seconds, round-robin
+// over the groups, and times every call.
 //
 // Where the clients run (--clients_on):
 //   one (the default): all of them are threads of node 0.
@@ -23,6 +24,12 @@
 //     failures back for node 0 to merge. With --election a non-master
 //     forwards its proposals to the master; without, every node proposes
 //     on its own (they duel).
+//   process: a 4th process (the hidden --role=client) runs them, each with
+//     its own TCP loopback connection to node 0's propose server
+//     (bench/net_client.h, bench/propose_server.h), which proposes with
+//     ProposeAsync / BatchProposeAsync: the network-client case, where the
+//     others are in-process. It meets node 0 through the same files; node
+//     0 also samples its CPU time (--client_pid).
 //
 // Master election (Options::master_election, --election):
 //   --node0_role=master|follower: before the window, node 0 is made the
@@ -51,7 +58,8 @@
 // in flight by --async_submitters threads (bench/async_clients.h); a
 // latency is then from the call to its done.
 // The measured window starts after the warm-up (one value chosen per group)
-// and ends when the last client thread returns.
+// and ends when the last client is done (its thread returned or, with
+// --clients_on=process, its connection closed).
 //
 // CPU: node 0 samples the user + system CPU time of every process of the
 // run (bench/thread_cpu.h; the parent passes the others' pids) at the start
@@ -78,7 +86,9 @@
 #include "bench/bench_cluster.h"
 #include "bench/cluster_setup.h"
 #include "bench/counting_state_machine.h"
+#include "bench/net_client.h"
 #include "bench/propose_report.h"
+#include "bench/propose_server.h"
 #include "bench/run_dir.h"
 #include "bench/thread_clients.h"
 #include "bench/thread_cpu.h"
@@ -109,7 +119,9 @@ DEFINE_bool(json, false, "print one JSON object instead of a table");
 DEFINE_int32(warmup_timeout_s, 30, "how long node 0 waits for the cluster to choose a value");
 DEFINE_bool(election, false, "Options::master_election on every node");
 DEFINE_bool(secret, false, "Options::cluster_secret on every node (authenticated transport)");
-DEFINE_string(clients_on, "one", "one: every client in node 0; all: spread over the 3 nodes");
+DEFINE_string(clients_on, "one",
+              "one: every client in node 0; all: spread over the 3 nodes; process: in a 4th "
+              "process, proposing over TCP loopback through node 0");
 DEFINE_string(node0_role, "any",
               "with --election: any, master (node 0 is made master) or follower");
 DEFINE_bool(reads, false, "with --election: clients call ReadBarrier instead of Propose");
@@ -118,7 +130,7 @@ DEFINE_uint64(checkpoint_interval, 0,
 DEFINE_uint64(log_keep, 20000, "Options::log_keep_instances (with --checkpoint_interval)");
 
 // Hidden: how the program runs its node processes.
-DEFINE_string(role, "", "(internal) 'node' in a child process");
+DEFINE_string(role, "", "(internal) 'node' or 'client' in a child process");
 DEFINE_int32(node_index, 0, "(internal) this child's index in --nodes");
 DEFINE_string(nodes, "", "(internal) ip:port list of the 3 nodes");
 DEFINE_string(data_dir, "", "(internal) this node's data dir");
@@ -126,6 +138,8 @@ DEFINE_bool(create_if_missing, false, "(internal) create the data dir (the nodes
 DEFINE_bool(run_clients, false, "(internal) this node runs the clients and prints the result");
 DEFINE_string(peer_pids, "", "(internal) pids of node 1 and node 2, for their CPU time");
 DEFINE_string(run_dir, "", "(internal) the run's temp dir, where the nodes meet");
+DEFINE_int32(server_port, 0, "(internal) node 0's propose server port (--clients_on=process)");
+DEFINE_int32(client_pid, 0, "(internal) pid of the client process, for its CPU time");
 
 namespace {
 
@@ -134,9 +148,10 @@ using chorus::bench::CountingStateMachine;
 using chorus::bench::Clock;
 using chorus::bench::MonotonicNs;
 
-// How many of the --clients run in node `index` (all in node 0 unless
-// --clients_on=all), and the global index of its first one.
+// How many of the --clients run in node `index` (all in node 0 with
+// --clients_on=one, none with process), and the global index of its first one.
 int ClientsOf(int index) {
+  if (FLAGS_clients_on == "process") return 0;
   if (FLAGS_clients_on != "all") return index == 0 ? FLAGS_clients : 0;
   return FLAGS_clients / 3 + (index < FLAGS_clients % 3 ? 1 : 0);
 }
@@ -214,13 +229,15 @@ void ServeControl(chorus::Node* node, const std::vector<chorus::NodeInfo>& nodes
 }
 
 // Node 0: adds the results node 1 and node 2 wrote for --clients_on=all,
-// waiting for them until `deadline`. node_of gets the node of each result.
+// or the client process for --clients_on=process, waiting for them until
+// `deadline`. node_of gets the node each result's clients proposed through.
 chorus::Status CollectPeerResults(Clock::time_point deadline, std::vector<ClientResult>* results,
                                   std::vector<int>* node_of) {
   std::vector<std::pair<std::string, int>> files;  // name, node
   for (int i = 1; i < 3; ++i) {
     if (ClientsOf(i) > 0) files.emplace_back("result" + std::to_string(i), i);
   }
+  if (FLAGS_clients_on == "process") files.emplace_back("result_client", 0);
   for (const auto& [name, node] : files) {
     results->emplace_back();
     node_of->push_back(node);
@@ -231,16 +248,60 @@ chorus::Status CollectPeerResults(Clock::time_point deadline, std::vector<Client
   return chorus::Status::OK();
 }
 
-// Node 0: warms the cluster up, runs the measured window and prints the report.
+// --role=client (--clients_on=process): connects the --clients to node 0's
+// propose server, runs them in the window node 0 announces and writes
+// their results for node 0.
+int RunClientProcess() {
+  // Node 0 listens once open and announces the window once warmed up (and
+  // in its --node0_role), each within --warmup_timeout_s.
+  const auto deadline = Clock::now() + std::chrono::seconds(3 * FLAGS_warmup_timeout_s);
+  chorus::bench::NetClientsConfig config;
+  config.port = static_cast<uint16_t>(FLAGS_server_port);
+  config.clients = FLAGS_clients;
+  config.groups = FLAGS_groups;
+  config.value_size = static_cast<size_t>(FLAGS_value_size);
+  config.batch = FLAGS_batch;
+  chorus::bench::NetClients clients(config);
+  chorus::Status s = clients.Connect(deadline);
+  int64_t start_ns = 0, end_ns = 0;
+  while (s.ok() && !chorus::bench::ReadWindow(FLAGS_run_dir, &start_ns, &end_ns)) {
+    if (Clock::now() >= deadline) s = chorus::Status::Timeout("node 0 announced no window");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "propose_bench: client process: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  const std::string path = FLAGS_run_dir + "/result_client";
+  if (!chorus::bench::WriteFileAtomically(
+          path, chorus::bench::EncodeResults(clients.Run(start_ns, end_ns)))) {
+    std::fprintf(stderr, "propose_bench: client process: cannot write %s\n", path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// Node 0: warms the cluster up, runs the measured window (its own clients,
+// or the client process's through the propose server) and prints the report.
 int RunNode0(chorus::Node* node, const std::vector<std::unique_ptr<CountingStateMachine>>& machines,
              const std::vector<chorus::NodeInfo>& nodes) {
+  // The server listens before the warm-up: the client process connects meanwhile.
+  std::unique_ptr<chorus::bench::ProposeServer> server;
+  chorus::Status s;
+  if (FLAGS_clients_on == "process") {
+    const auto port = static_cast<uint16_t>(FLAGS_server_port);
+    s = chorus::bench::ProposeServer::Start(node, port, &server);
+  }
   const std::chrono::seconds timeout(FLAGS_warmup_timeout_s);
-  chorus::Status s = chorus::bench::WarmUp(node, FLAGS_groups, false, timeout);
+  if (s.ok()) s = chorus::bench::WarmUp(node, FLAGS_groups, false, timeout);
   if (s.ok() && FLAGS_election && FLAGS_node0_role != "any") {
     s = chorus::bench::SetNode0Role(node, nodes, FLAGS_node0_role == "master", FLAGS_groups,
                                     FLAGS_run_dir, timeout);
   }
   if (s.ok() && FLAGS_reads) s = chorus::bench::WarmUp(node, FLAGS_groups, true, timeout);
+  if (s.ok() && server && !server->WaitForAccepted(FLAGS_clients, Clock::now() + timeout)) {
+    s = chorus::Status::Timeout("the client process did not connect its clients");
+  }
   if (!s.ok()) {
     std::fprintf(stderr, "propose_bench: the cluster was not ready within %d s: %s\n",
                  FLAGS_warmup_timeout_s, s.ToString().c_str());
@@ -255,8 +316,10 @@ int RunNode0(chorus::Node* node, const std::vector<std::unique_ptr<CountingState
   chorus::bench::Environment env;
   env.load_avg_1m = chorus::bench::LoadAverage1m();
   if (FLAGS_election) env.node0_is_master = node->IsMaster(0) ? 1 : 0;
-  env.clients_by_node = {ClientsOf(0), ClientsOf(1), ClientsOf(2)};
+  env.clients_by_node = {ClientsOf(0) + (server ? FLAGS_clients : 0), ClientsOf(1), ClientsOf(2)};
   const std::vector<pid_t> peers = PeerPids();
+  std::vector<pid_t> others = peers;  // CPU-sampled besides node 0
+  if (FLAGS_client_pid > 0) others.push_back(FLAGS_client_pid);
   // The window starts a little later with clients elsewhere: they poll for it.
   const bool elsewhere = FLAGS_clients_on != "one";
   const int64_t start_ns = MonotonicNs() + (elsewhere ? 100000000 : 0);
@@ -267,13 +330,20 @@ int RunNode0(chorus::Node* node, const std::vector<std::unique_ptr<CountingState
   }
   const int64_t wait_ns = start_ns - MonotonicNs();
   if (wait_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
-  const std::vector<double> cpu_before = SampleCpuSeconds(peers);
+  const std::vector<double> cpu_before = SampleCpuSeconds(others);
   std::vector<chorus::bench::ThreadSample> threads_before = {chorus::bench::SampleThreads(0)};
   for (pid_t pid : peers) threads_before.push_back(chorus::bench::SampleThreads(pid));
   const auto start = Clock::now();
   std::vector<ClientResult> results = RunWindow(node, 0, ClientsOf(0), start_ns, end_ns);
+  // The client process closes each connection after its client's last
+  // reply, once the window is over.
+  const auto closed_by = start + std::chrono::nanoseconds(end_ns - start_ns + 30000000000);
+  if (server && !server->WaitForAllClosed(closed_by)) {
+    std::fprintf(stderr, "propose_bench: the client process's clients did not finish\n");
+    return 1;
+  }
   const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
-  const std::vector<double> cpu_after = SampleCpuSeconds(peers);
+  const std::vector<double> cpu_after = SampleCpuSeconds(others);
   for (size_t i = 0; i < threads_before.size(); ++i) {
     env.threads_by_node.push_back(chorus::bench::CpuByThreadName(
         threads_before[i], chorus::bench::SampleThreads(i == 0 ? 0 : peers[i - 1]),
@@ -282,7 +352,12 @@ int RunNode0(chorus::Node* node, const std::vector<std::unique_ptr<CountingState
   env.node0_cpu = (cpu_after[0] - cpu_before[0]) / elapsed_s;
   for (size_t i = 0; i < cpu_after.size(); ++i) {
     const bool known = cpu_before[i] >= 0 && cpu_after[i] >= 0;
-    env.cpu_s_by_node.push_back(known ? cpu_after[i] - cpu_before[i] : -1);
+    const double cpu_s = known ? cpu_after[i] - cpu_before[i] : -1;
+    if (i < 1 + peers.size()) {
+      env.cpu_s_by_node.push_back(cpu_s);
+    } else {
+      env.client_process_cpu_s = cpu_s;
+    }
   }
   uint64_t executed = 0, instances = 0;
   for (const auto& m : machines) {
@@ -368,7 +443,13 @@ std::string CheckFlags() {
   if (FLAGS_clients < 1 || FLAGS_value_size < 0 || FLAGS_seconds < 1 || FLAGS_groups < 1) {
     return "--clients, --seconds, --groups must be >= 1";
   }
-  if (FLAGS_clients_on != "one" && FLAGS_clients_on != "all") return "--clients_on: one or all";
+  const bool process = FLAGS_clients_on == "process";
+  if (FLAGS_clients_on != "one" && FLAGS_clients_on != "all" && !process) {
+    return "--clients_on: one, all or process";
+  }
+  if (process && FLAGS_value_size > static_cast<int>(chorus::Options().max_value_bytes)) {
+    return "--clients_on=process: --value_size is at most Options::max_value_bytes";
+  }
   if (FLAGS_node0_role != "any" && FLAGS_node0_role != "master" &&
       FLAGS_node0_role != "follower") {
     return "--node0_role: any, master or follower";
@@ -401,19 +482,37 @@ int RunParent(const char* argv0) {
     return 1;
   }
   const std::string dir = tmpl;
-  std::vector<uint16_t> ports;
-  if (!chorus::bench::PickPorts(&ports)) {
+  const bool process = FLAGS_clients_on == "process";
+  std::vector<uint16_t> ports;  // the nodes', then node 0's propose server's
+  if (!chorus::bench::PickPorts(&ports, process ? 4 : 3)) {
     std::fprintf(stderr, "propose_bench: no free loopback ports\n");
     std::filesystem::remove_all(dir);
     return 1;
   }
+  const std::string server_port = process ? std::to_string(ports[3]) : "0";
+  ports.resize(3);
   const std::string nodes = chorus::bench::LoopbackNodes(ports);
 
   auto flag = [](const char* name, const std::string& v) { return "--" + std::string(name) + "=" + v; };
   auto bool_flag = [](const char* name, bool v) { return std::string(v ? "--" : "--no") + name; };
   std::vector<pid_t> pids;
-  // Start the serving nodes first and node 0 (the clients) last.
+  pid_t client_pid = 0;
+  // Start the serving nodes first, then the client process (it retries its
+  // connects until node 0 listens), node 0 (the clients) last.
   for (int i = 2; i >= 0; --i) {
+    if (i == 0 && process) {
+      client_pid = chorus::bench::SpawnSelf(
+          {argv0, "--role=client", flag("server_port", server_port), flag("run_dir", dir),
+           flag("clients", std::to_string(FLAGS_clients)),
+           flag("groups", std::to_string(FLAGS_groups)),
+           flag("value_size", std::to_string(FLAGS_value_size)), bool_flag("batch", FLAGS_batch),
+           flag("warmup_timeout_s", std::to_string(FLAGS_warmup_timeout_s))});
+      if (client_pid < 0) {
+        std::perror("propose_bench: fork");
+        break;
+      }
+      pids.push_back(client_pid);
+    }
     std::vector<std::string> args = {
         argv0, "--role=node", flag("node_index", std::to_string(i)), flag("nodes", nodes),
         flag("data_dir", dir + "/node" + std::to_string(i)), "--create_if_missing",
@@ -435,7 +534,8 @@ int RunParent(const char* argv0) {
                    flag("node0_role", FLAGS_node0_role), bool_flag("reads", FLAGS_reads),
                    bool_flag("json", FLAGS_json), bool_flag("async", FLAGS_async),
                    flag("async_submitters", std::to_string(FLAGS_async_submitters)),
-                   bool_flag("async_chain", FLAGS_async_chain)});
+                   bool_flag("async_chain", FLAGS_async_chain), flag("server_port", server_port),
+                   flag("client_pid", std::to_string(client_pid))});
       // Node 0 samples its peers' CPU time (node 1, node 2) over the window.
       args.push_back(flag("peer_pids", std::to_string(pids[1]) + "," + std::to_string(pids[0])));
     }
@@ -448,7 +548,7 @@ int RunParent(const char* argv0) {
   }
 
   int rc = 1;
-  if (pids.size() == 3) {
+  if (pids.size() == (process ? 4u : 3u)) {
     // Node 0 has warm-up + the run + a stop to do.
     const auto deadline =
         Clock::now() + std::chrono::seconds(2 * FLAGS_warmup_timeout_s + FLAGS_seconds + 90);
@@ -475,9 +575,11 @@ int RunParent(const char* argv0) {
 
 int main(int argc, char** argv) {
   chorus::ParseProgramFlags("propose_bench [--clients=N --value_size=B --seconds=S --groups=G "
-                            "--batch --batch_count=N --batch_delay_ms=MS --secret --json]",
+                            "--batch --batch_count=N --batch_delay_ms=MS --secret --json "
+                            "--clients_on=one|all|process]",
                             &argc, &argv);
   if (FLAGS_role == "node") return RunNode();
+  if (FLAGS_role == "client") return RunClientProcess();
   if (!FLAGS_role.empty()) {
     std::fprintf(stderr, "propose_bench: unknown --role=%s\n", FLAGS_role.c_str());
     return 2;

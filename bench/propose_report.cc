@@ -73,6 +73,15 @@ ByNode ReportByNode(double elapsed_s, const std::vector<ClientResult>& results,
   return out;
 }
 
+// Where the clients run, for the table's first line. REQUIRES: 3 counts.
+std::string WhereClientsRun(const std::vector<int>& clients) {
+  if (FLAGS_clients_on == "process") {
+    return "in a client process, over TCP loopback to node 0's propose server";
+  }
+  return std::to_string(clients[0]) + "/" + std::to_string(clients[1]) + "/" +
+         std::to_string(clients[2]) + " on nodes 0/1/2";
+}
+
 }  // namespace
 
 void Report(double elapsed_s, const std::vector<ClientResult>& results,
@@ -109,6 +118,10 @@ void Report(double elapsed_s, const std::vector<ClientResult>& results,
     if (us < 0) cpu_us_total = -1;
     if (cpu_us_total >= 0) cpu_us_total += us;
   }
+  const double cpu_us_client =
+      (env.client_process_cpu_s < 0 || all.empty())
+          ? -1
+          : env.client_process_cpu_s * 1e6 / static_cast<double>(all.size());
   std::string node0_threads_json, threads_json, threads_text;
   for (size_t i = 0; i < 3; ++i) {
     const auto* t = i < env.threads_by_node.size() ? &env.threads_by_node[i] : nullptr;
@@ -131,7 +144,7 @@ void Report(double elapsed_s, const std::vector<ClientResult>& results,
         ",\"failure_codes\":{%s},\"elapsed_s\":%.3f,\"executed_on_node0\":%" PRIu64
         ",\"instances_on_node0\":%" PRIu64 ",\"values_per_instance\":%.2f"
         ",\"mb_per_sec\":%.3f,\"cpu_us_per_value\":%.2f,"
-        "\"cpu_us_per_value_by_node\":[%.2f,%.2f,%.2f],"
+        "\"cpu_us_per_value_by_node\":[%.2f,%.2f,%.2f],\"cpu_us_per_value_client_process\":%.2f,"
         "\"node0_cpu_cores\":%.2f,\"load_avg_1m\":%.2f,\"cpus\":%u,\"nodes\":3,\"clients\":%d,\"value_size\":%d,\"seconds\":%d,\"groups\":%d,"
         "\"batch\":%s,\"batch_count\":%d,\"batch_delay_ms\":%d,\"batch_inflight\":%d,"
         "\"max_inflight\":%d,"
@@ -143,7 +156,7 @@ void Report(double elapsed_s, const std::vector<ClientResult>& results,
         "\"threads_cpu_us_per_value\":%s,\"threads_cpu_us_per_value_by_node\":[%s]}\n",
         ops, p50, p99, p999, max, all.size(), failure_count, codes.c_str(), elapsed_s, executed,
         env.instances, values_per_instance, mb_per_sec, cpu_us_total, cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2],
-        env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
+        cpu_us_client, env.node0_cpu, env.load_avg_1m, std::thread::hardware_concurrency(),
         FLAGS_clients, FLAGS_value_size, FLAGS_seconds, FLAGS_groups,
         FLAGS_batch ? "true" : "false", FLAGS_batch_count, FLAGS_batch_delay_ms, FLAGS_batch_inflight,
         FLAGS_max_inflight, FLAGS_sync_writes ? "true" : "false", FLAGS_reads ? "read" : "propose",
@@ -154,10 +167,11 @@ void Report(double elapsed_s, const std::vector<ClientResult>& results,
         FLAGS_secret ? "true" : "false", FLAGS_async ? "true" : "false", FLAGS_async_submitters,
         FLAGS_async_chain ? "true" : "false", node0_threads_json.c_str(), threads_json.c_str());
   } else {
+    const bool process = FLAGS_clients_on == "process";
     std::printf("propose_bench: 3 nodes on loopback, fsync %s, %d group(s), %d clients "
-                "(%d/%d/%d on nodes 0/1/2), %d-byte values, %d s, %s, election %s",
-                FLAGS_sync_writes ? "on" : "OFF", FLAGS_groups, FLAGS_clients, clients[0],
-                clients[1], clients[2], FLAGS_value_size, FLAGS_seconds,
+                "(%s), %d-byte values, %d s, %s, election %s",
+                FLAGS_sync_writes ? "on" : "OFF", FLAGS_groups, FLAGS_clients,
+                WhereClientsRun(clients).c_str(), FLAGS_value_size, FLAGS_seconds,
                 FLAGS_reads   ? "ReadBarrier"
                 : FLAGS_batch ? ("BatchPropose (count " + std::to_string(FLAGS_batch_count) +
                                  ", delay " + std::to_string(FLAGS_batch_delay_ms) +
@@ -168,6 +182,9 @@ void Report(double elapsed_s, const std::vector<ClientResult>& results,
     if (FLAGS_async) {
       std::printf(", async (%d in flight from %d submitting thread(s)%s)", FLAGS_clients,
                   FLAGS_async_submitters, FLAGS_async_chain ? ", chained in done" : "");
+    }
+    if (process) {
+      std::printf(", the server calls %s", FLAGS_batch ? "BatchProposeAsync" : "ProposeAsync");
     }
     if (FLAGS_secret) std::printf(", cluster_secret on");
     if (env.node0_is_master >= 0) {
@@ -185,9 +202,14 @@ void Report(double elapsed_s, const std::vector<ClientResult>& results,
     std::printf("%12.1f %9.3f %9.3f %9.3f %9.3f %9.3f %11.2f %10zu %9" PRIu64 "  %s\n", ops,
                 mb_per_sec, p50, p99, p999, max, cpu_us_total, all.size(), failure_count,
                 codes.empty() ? "-" : codes.c_str());
-    std::printf("(CPU us per value by node: node 0 %.2f (with the clients), node 1 %.2f, "
+    std::printf("(CPU us per value by node: node 0 %.2f (with the %s), node 1 %.2f, "
                 "node 2 %.2f; MB/s counts payload bytes only)\n",
-                cpu_us_by_node[0], cpu_us_by_node[1], cpu_us_by_node[2]);
+                cpu_us_by_node[0], process ? "propose server" : "clients", cpu_us_by_node[1],
+                cpu_us_by_node[2]);
+    if (process) {
+      std::printf("(CPU us per value of the client process: %.2f, not in the nodes' total)\n",
+                  cpu_us_client);
+    }
     std::printf("(values per paxos instance: %.2f, %" PRIu64 " instances executed on node 0)\n",
                 values_per_instance, env.instances);
     std::printf("(CPU us per value by thread, user+sys%s)\n", threads_text.c_str());

@@ -7,13 +7,15 @@
 // window. Latency percentiles are of the successful calls.
 //
 // CPU per value: each node's CPU in the window divided by the window's
-// values is `cpu_us_per_value_by_node` (node 0 includes the client
-// threads); their sum is `cpu_us_per_value`. A figure that could not be
-// measured (a process gone, no values) is -1.
+// values is `cpu_us_per_value_by_node` (node 0 includes the client threads
+// or, with --clients_on=process, the propose server); their sum, the three
+// nodes only, is `cpu_us_per_value`. The client process's own is
+// `cpu_us_per_value_client_process` (-1 without one). A figure that could
+// not be measured (a process gone, no values) is -1.
 // Per thread (bench/thread_cpu.h): `threads_cpu_us_per_value` is node 0's
 // CPU per value by thread name, user and system ("clients": the client
-// threads, which live only in the window), `threads_cpu_us_per_value_by_node`
-// all three nodes.
+// threads, which live only in the window; "bench-server": the propose
+// server), `threads_cpu_us_per_value_by_node` all three nodes.
 // MB/s (`mb_per_sec`) is values/s x --value_size / 1e6: payload bytes only,
 // without chorus's headers, the batch encoding or the replication fan-out.
 #ifndef CHORUS_BENCH_PROPOSE_REPORT_H_
@@ -36,6 +38,8 @@ struct Environment {
   double node0_cpu = 0;     // CPU cores node 0 (leader + clients) kept busy
   // CPU seconds each node process used in the window; -1 if unknown.
   std::vector<double> cpu_s_by_node;
+  // CPU seconds of the client process (--clients_on=process); -1: none.
+  double client_process_cpu_s = -1;
   // The clients proposing through each node (wherever they run).
   std::vector<int> clients_by_node;
   // By thread name, per node (empty: not measured).

@@ -6,9 +6,10 @@
 //                  window, "START_NS END_NS" (CLOCK_MONOTONIC, the same
 //                  clock in every process of the machine)
 //   want_master    node 0 asks for mastership (--node0_role=master)
-//   result1, result2
-//                  the clients of node 1 and node 2 (--clients_on=all),
-//                  once their window is over: EncodeResults
+//   result1, result2, result_client
+//                  the clients of node 1, node 2 (--clients_on=all) and of
+//                  the client process (--clients_on=process), once their
+//                  window is over: EncodeResults
 #ifndef CHORUS_BENCH_RUN_DIR_H_
 #define CHORUS_BENCH_RUN_DIR_H_
 
