@@ -3,7 +3,9 @@
 # throughput, MB/s, CPU-per-value and values-per-instance fields as
 # positive numbers (ctest propose_bench_json, label sample). It asserts no
 # speed: any positive figure passes. Extra arguments go to propose_bench
-# (e.g. --async); with --async the JSON must say so.
+# (e.g. --async); with --async the JSON must say so. With
+# --clients_on=process it must say so too, and hold the client process's
+# CPU per value and node 0's propose server thread ("bench-server").
 #   scripts/check_propose_bench_json.sh PROPOSE_BENCH [propose_bench flags...]
 set -uo pipefail
 prog=${1:?usage: check_propose_bench_json.sh PROPOSE_BENCH [flags...]}
@@ -26,5 +28,13 @@ for thread in chorus-loop-g0 chorus-tcp; do
 done
 case " $* " in
   *" --async "*) grep -q '"async":true' <<<"$out" || fail "no \"async\":true" ;;
+esac
+case " $* " in
+  *" --clients_on=process "*)
+    grep -q '"clients_on":"process"' <<<"$out" || fail "no \"clients_on\":\"process\""
+    grep -qE "\"cpu_us_per_value_client_process\":$pos[,}]" <<<"$out" ||
+      fail "no positive \"cpu_us_per_value_client_process\""
+    grep -qE "\"threads_cpu_us_per_value\":\{.*\"bench-server\":\{\"user\":$num,\"sys\":$num\}" <<<"$out" ||
+      fail "no \"bench-server\" in \"threads_cpu_us_per_value\"" ;;
 esac
 exit 0

@@ -8,6 +8,9 @@
 #   --election --reads --node0_role=master     lease reads
 #   --election --reads --node0_role=follower   read-index reads
 #   --election --secret --node0_role=master    over the authenticated transport
+#   --election --clients_on=process --node0_role=follower
+#                                       a client process over TCP to node 0,
+#                                       which forwards to the master
 #   scripts/check_propose_bench_modes.sh PROPOSE_BENCH
 set -uo pipefail
 prog=${1:?usage: check_propose_bench_modes.sh PROPOSE_BENCH}
@@ -26,6 +29,8 @@ assert o["ops"] > 0 and o["ops_per_sec"] > 0, o
 assert o["election"] is True, o
 if "--clients_on=all" in args:
     assert o["clients_on"] == "all" and all(n > 0 for n in o["clients_by_node"]), o
+if "--clients_on=process" in args:
+    assert o["clients_on"] == "process" and o["cpu_us_per_value_client_process"] > 0, o
 if "--node0_role=master" in args:
     assert o["node0_is_master"] == 1, o
 if "--node0_role=follower" in args:
@@ -39,4 +44,5 @@ check --election --node0_role=master --clients=4
 check --election --reads --node0_role=master --clients=2
 check --election --reads --node0_role=follower --clients=2
 check --election --secret --node0_role=master --clients=4
+check --election --clients_on=process --node0_role=follower --clients=4
 exit 0
