@@ -286,9 +286,16 @@ TEST(NodeCheckpointTest, ANodeBehindEveryLogLoadsAStoredCheckpointAndCatchesUp) 
   GroupOf(c.node(0))->PostLoadCheckpoint(m.instance);
 
   ASSERT_TRUE(c.Converged({0, 1, 2}));
-  EXPECT_EQ(c.machine(0)->loads(), std::vector<uint64_t>{m.instance});
+  // The copied checkpoint is loaded first. A peer that replayed its log on
+  // restart may make a newer checkpoint meanwhile, and a transfer of that
+  // one (node 0 asks to learn below every peer's log) is a legitimate later
+  // load: allowed, if newer.
+  const std::vector<uint64_t> loads = c.machine(0)->loads();
+  ASSERT_FALSE(loads.empty());
+  EXPECT_EQ(loads[0], m.instance);
+  for (size_t i = 1; i < loads.size(); ++i) EXPECT_GT(loads[i], loads[i - 1]);
   EXPECT_EQ(c.machine(0)->failed_loads(), 1u);  // retried from the store
-  EXPECT_EQ(StatusOf(c.node(0)).checkpoints_loaded, 1u);
+  EXPECT_EQ(StatusOf(c.node(0)).checkpoints_loaded, loads.size());
   EXPECT_EQ(c.machine(0)->violations(), 0u);
   // The log below the installed checkpoint goes after the load, in the
   // background (a TSan run once read it first).
