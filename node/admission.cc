@@ -167,6 +167,7 @@ void Admission::FailAll(const Status& why) {
   for (auto& request : backlog_) AnswerAll(request.get(), why);
   backlog_.clear();
   batches_held_ = 0;
+  batch_values_held_ = 0;
 }
 
 }  // namespace chorus

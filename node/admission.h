@@ -83,8 +83,9 @@ class Admission {
   size_t in_core() const { return in_core_.size(); }
   size_t backlogged() const { return backlog_.size(); }
   // BatchPropose batches held, in the core or the backlog: the batches in
-  // flight that Options::batch_max_inflight counts.
+  // flight that Options::batch_max_inflight counts; and their values.
   size_t batches_held() const { return batches_held_; }
+  size_t batch_values_held() const { return batch_values_held_; }
 
   // Delay in ms, from `now`, of a timer that must not fire before `when`:
   // the whole milliseconds to it plus one. A `when` already past gives 1,
@@ -106,8 +107,16 @@ class Admission {
   void ArmBacklogTimer(SteadyTime expiry);
   // batches_held_ bookkeeping: `request` was taken into, or let go from,
   // in_core_ or backlog_.
-  void Held(const ProposalRequest& request) { batches_held_ += request.batch ? 1 : 0; }
-  void LetGo(const ProposalRequest& request) { batches_held_ -= request.batch ? 1 : 0; }
+  void Held(const ProposalRequest& request) {
+    if (!request.batch) return;
+    ++batches_held_;
+    batch_values_held_ += request.waiters.size();
+  }
+  void LetGo(const ProposalRequest& request) {
+    if (!request.batch) return;
+    --batches_held_;
+    batch_values_held_ -= request.waiters.size();
+  }
 
   const Options* const options_;
   const uint32_t group_;
@@ -125,6 +134,7 @@ class Admission {
   std::deque<std::shared_ptr<ProposalRequest>> backlog_;
   uint64_t backlog_timer_ = 0;  // GroupTimers handle of the expiry check, 0: none
   size_t batches_held_ = 0;  // requests with `batch` set in in_core_ and backlog_
+  size_t batch_values_held_ = 0;  // their waiters
   SteadyTime backlog_timer_due_;  // when it fires (valid while armed)
 };
 

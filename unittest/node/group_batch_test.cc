@@ -1,7 +1,7 @@
 // Batch shape in the group loop (Options::batch_max_inflight): a batch that
-// is not full stays pending while enough batches are in flight, keeps
-// filling, and leaves when one of them ends, when it fills up, or at its
-// earliest deadline. Driven by hand like group_test.cc: silent peers, a
+// is not full stays pending while enough batches, big enough, are in
+// flight, keeps filling, and leaves when one of them ends, when it fills
+// up, or at its earliest deadline. Driven by hand like group_test.cc: silent peers, a
 // manual clock, timers the test fires; nothing sleeps for a result.
 //
 // The test names timers by their delay. A deadline timer's delay is the
@@ -11,6 +11,7 @@
 // both have kShortDelay; which of the two a task is, the test tells by what
 // firing it does.
 #include <chrono>
+#include <functional>
 #include <future>
 #include <string>
 
@@ -79,7 +80,10 @@ void ExpectStopAnswersStopped(GroupRig* rig, std::vector<std::future<Answer>*> w
 }
 
 TEST(GroupBatchTest, APartialBatchWaitsWhileTheLimitIsInFlightAndLeavesWhenOneEnds) {
-  GroupRig rig(3, [](Options* o) { o->batch_max_inflight = 1; });
+  GroupRig rig(3, [](Options* o) {
+    o->batch_max_inflight = 1;
+    o->batch_max_count = 3;  // a batch of 1 is big enough to wait behind
+  });
   ASSERT_TRUE(rig.Start().ok());
   std::future<Answer> a;
   const auto a_deadline = OneBatchInFlight(&rig, &a);
@@ -140,7 +144,10 @@ TEST(GroupBatchTest, AFullBatchLeavesWhateverIsInFlight) {
 }
 
 TEST(GroupBatchTest, AHeldBatchIsAnsweredTimeoutAtItsDeadlineWithoutStarting) {
-  GroupRig rig(3, [](Options* o) { o->batch_max_inflight = 1; });
+  GroupRig rig(3, [](Options* o) {
+    o->batch_max_inflight = 1;
+    o->batch_max_count = 3;  // a batch of 1 is big enough to wait behind
+  });
   ASSERT_TRUE(rig.Start().ok());
   std::future<Answer> a;
   const auto a_deadline = OneBatchInFlight(&rig, &a);
@@ -160,13 +167,13 @@ TEST(GroupBatchTest, AHeldBatchIsAnsweredTimeoutAtItsDeadlineWithoutStarting) {
   ExpectStopAnswersStopped(&rig, {&a});
 }
 
-TEST(GroupBatchTest, WithoutALimitEveryFlushLeaves) {
-  GroupRig rig(3, [](Options* o) { o->batch_max_inflight = 0; });
+// With one batch ("a", of 1 value) in flight, "b" leaves alone at its flush:
+// the timer it brings is its deadline in the core (firing it answers Timeout).
+void ExpectTheNextBatchLeavesAtOnce(const std::function<void(Options*)>& tweak) {
+  GroupRig rig(3, tweak);
   ASSERT_TRUE(rig.Start().ok());
   std::future<Answer> a;
   ASSERT_NE(OneBatchInFlight(&rig, &a), 0u);
-  // "b" leaves alone at its flush: its batch's deadline timer is the
-  // deadline of a request in the core (firing it answers Timeout).
   auto b = BatchProposeAsync(rig.group(), "b", kShortTimeoutMs);
   const auto started = rig.timers()->WaitForDelay(kShortDelay);
   ASSERT_NE(started, 0u);
@@ -174,6 +181,17 @@ TEST(GroupBatchTest, WithoutALimitEveryFlushLeaves) {
   ASSERT_TRUE(rig.timers()->Fire(started));
   EXPECT_TRUE(b.get().status.IsTimeout());
   ExpectStopAnswersStopped(&rig, {&a});
+}
+
+TEST(GroupBatchTest, BatchesOfAFewValuesInFlightHoldNothingBack) {
+  ExpectTheNextBatchLeavesAtOnce([](Options* o) {
+    o->batch_max_inflight = 1;
+    o->batch_max_count = 6;  // waiting pays behind batches of 6 / 3 = 2 values or more
+  });
+}
+
+TEST(GroupBatchTest, WithoutALimitEveryFlushLeaves) {
+  ExpectTheNextBatchLeavesAtOnce([](Options* o) { o->batch_max_inflight = 0; });
 }
 
 }  // namespace
