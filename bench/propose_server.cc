@@ -25,7 +25,10 @@
 namespace chorus {
 namespace bench {
 
-namespace {
+// Named, not anonymous: ProposeServer::Impl (declared in the header) holds
+// these, and GCC warns of a member whose type has internal linkage
+// (-Wsubobject-linkage), which a unity build makes an error.
+namespace propose_server_internal {
 
 // epoll_event.data.u64 of the listening socket and the eventfd; a
 // connection's is its id, never reused (a reply for a connection that
@@ -116,7 +119,9 @@ class ReplyQueue {
   bool woken_ GUARDED_BY(mu_) = false;  // written to the eventfd, not yet taken
 };
 
-}  // namespace
+}  // namespace propose_server_internal
+
+using namespace propose_server_internal;  // NOLINT: this file's own helpers
 
 class ProposeServer::Impl {
  public:
