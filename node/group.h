@@ -220,8 +220,9 @@ class Group {
   void Apply(const paxos::ChosenValue& chosen);
   void Finish(const paxos::ProposalResult& result);
   void Halt(const Status& why);
-  // Sends a round's messages behind the group's envelope, as one batch.
-  void SendMessages(const std::vector<paxos::OutMessage>& messages);
+  // Sends those of a round's messages whose before_persist is
+  // `before_persist`, behind the group's envelope, as one batch.
+  void SendMessages(const std::vector<paxos::OutMessage>& messages, bool before_persist);
   // Hands the core the current time (monotonic ms): before every core input.
   void SetCoreNow();
   // Posts a call (kReadBarrier / kTransfer) and waits for the loop's answer

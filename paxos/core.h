@@ -34,6 +34,10 @@
 //      reopened from the log later): nothing of this step may be sent/applied.
 //      This ordering is what makes "a promise or accept is answered only once
 //      it is durable" true.
+//   0. optionally, before step 1: send the out.messages entries marked
+//      before_persist (else send them with step 2's): requests carrying no
+//      vote of this node (outputs.h). The replies to them, like every
+//      input, reach the core only after step 1 returned;
 //   2. send every out.messages entry (kBroadcast: every other member);
 //      serve every out.catchup_reads entry (paxos/catchup.h: ReadCatchup,
 //      then send its reply to read.peer when reply.bytes is not empty,
@@ -178,6 +182,11 @@ class CoreContext {
   // `to` (kBroadcast: every other member AND this node). Messages to self are
   // delivered within the current step.
   void Send(uint64_t to, PaxosMsg* msg);
+  // As Send, for a request that carries no vote of this node (a proposer's
+  // ACCEPT): it may leave before the step's persist (OutMessage::
+  // before_persist) unless the step persists a variable or a trim. The copy
+  // to self is handled as Send's, within the step.
+  void SendRequest(uint64_t to, PaxosMsg* msg);
   // Records the state of `instance` to persist at the end of the step (the
   // last one recorded for an instance wins). A vote (an accepted value, the
   // acceptor's word) makes the step's write synced; a chosen record alone
@@ -271,6 +280,9 @@ class CoreContext {
   uint64_t delete_below_ = 0;
   bool sync_ = false;  // the step wrote a vote, a variable or a trim
   std::deque<PaxosMsg> local_;
+  // Send and SendRequest: fills the header, queues msg (unless it is for
+  // this node alone) and, for this node or a broadcast, on local_.
+  void Queue(uint64_t to, PaxosMsg* msg, bool before_persist);
   uint64_t next_generation_ = 1;
   std::map<TimerKind, uint64_t> live_timers_;
   Membership membership_;

@@ -16,6 +16,18 @@ CoreContext::CoreContext(const CoreOptions& options, LogStorage* log)
 
 void CoreContext::Send(uint64_t to, PaxosMsg* msg) {
   CHORUS_CHECK(out_ != nullptr);
+  // kVoteBeforePersist (tests): an acceptor's ACCEPTED may leave before the
+  // vote it reports is durable.
+  Queue(to, msg, msg->type() == ACCEPTED && Mutated(TestMutation::kVoteBeforePersist));
+}
+
+void CoreContext::SendRequest(uint64_t to, PaxosMsg* msg) {
+  CHORUS_CHECK(out_ != nullptr);
+  Queue(to, msg, true);
+}
+
+void CoreContext::Queue(uint64_t to, PaxosMsg* msg, bool before_persist) {
+  CHORUS_CHECK(out_ != nullptr);
   msg->set_cluster_id(options_.cluster_id);
   msg->set_group(options_.group);
   msg->set_from(options_.self);
@@ -24,7 +36,7 @@ void CoreContext::Send(uint64_t to, PaxosMsg* msg) {
   // with, and what its votes count as. Defaults are not on the wire.
   msg->set_incarnation(options_.incarnation);
   msg->set_joined(options_.joined);
-  if (to != options_.self) out_->messages.push_back({to, msg->SerializeAsString()});
+  if (to != options_.self) out_->messages.push_back({to, msg->SerializeAsString(), before_persist});
   if (to == kBroadcast || to == options_.self) local_.push_back(*msg);
 }
 
@@ -88,6 +100,11 @@ void CoreContext::EndStep() {
   variables_.clear();
   delete_below_ = 0;
   out_->sync = sync_ && !Mutated(TestMutation::kUnsyncedWrites);
+  // A moved promise must be durable before any message of this ballot
+  // leaves (outputs.h, OutMessage::before_persist).
+  if (!out_->persist.variables.empty() || out_->persist.delete_below != 0) {
+    HoldEarlyMessages(out_);
+  }
   if (membership_changed_) {
     out_->membership_changed = true;
     out_->membership = membership_;

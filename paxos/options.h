@@ -58,6 +58,9 @@ enum class TestMutation {
   // for a key instead of the last: a node that promised or accepted twice in
   // one round persists the older state.
   kRoundKeepsFirst,
+  // Core: an acceptor's ACCEPTED is marked OutMessage::before_persist: it
+  // may leave before the vote it reports is durable.
+  kVoteBeforePersist,
   // Master election (paxos/master.h); each one changes behaviour only when
   // master_election is on.
   // Master: lease = t0 + lease_ms, not shortened by the drift bound.

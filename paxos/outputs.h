@@ -47,6 +47,23 @@ constexpr uint64_t kBroadcast = 0;
 struct OutMessage {
   uint64_t to = kBroadcast;
   std::string bytes;  // a serialized PaxosMsg; pass it to the peer's OnMessage
+  // True for a request that may leave BEFORE its step's persist (or with
+  // the others, after it): a proposer's ACCEPT, which carries no vote of
+  // this node. Sending it while this node's own vote for it is being synced
+  // overlaps the two fsyncs of a proposal (this node's and the acceptors'),
+  // as a Raft leader appends to its log in parallel with replicating.
+  // Why it is safe:
+  // - its replies (ACCEPTED) can reach the core only as inputs of a later
+  //   step, and the runtime gives it none before this persist returned, so
+  //   no vote of this node is counted, by this node or anyone, before it is
+  //   durable; a crash right after it left loses only this node's own vote,
+  //   as if its acceptor had never received the request;
+  // - its ballot was promised by this node's own acceptor, durably, in an
+  //   earlier round, so a crash before this persist cannot make a restart
+  //   reuse the ballot for another value. A step, or a merged round
+  //   (round.h), that persists a variable (a promise moved) or a trim has
+  //   no such message: the core and Round clear the flag then.
+  bool before_persist = false;
 };
 
 // A chosen value, ready to be applied. They come out in instance order,
@@ -177,6 +194,12 @@ struct Outputs {
 
   void Clear() { *this = Outputs(); }
 };
+
+// Makes every message of *out wait for the persist (OutMessage::
+// before_persist false): for a step or a round that persists a variable.
+inline void HoldEarlyMessages(Outputs* out) {
+  for (OutMessage& m : out->messages) m.before_persist = false;
+}
 
 }  // namespace paxos
 }  // namespace chorus

@@ -329,7 +329,8 @@ void Proposer::SendAcceptTo(uint64_t to, uint64_t instance, const Slot& slot) {
   msg.set_instance(instance);
   ballot_.ToPb(msg.mutable_ballot());
   msg.set_value(slot.value);
-  ctx_->Send(to, &msg);
+  // No vote of ours: it may leave while our own vote is being synced.
+  ctx_->SendRequest(to, &msg);
 }
 
 void Proposer::OnAccepted(const PaxosMsg& msg) {

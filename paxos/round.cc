@@ -89,6 +89,11 @@ void Round::Take(Outputs* round) {
   for (auto& var : variables_) {
     round->persist.variables.emplace_back(var.first, std::move(var.second));
   }
+  // One step's promise makes the whole round's requests wait for the
+  // persist: a later step's ACCEPT may be of the ballot it promised.
+  if (!round->persist.variables.empty() || round->persist.delete_below != 0) {
+    HoldEarlyMessages(round);
+  }
   Clear();
 }
 

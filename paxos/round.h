@@ -6,7 +6,8 @@
 // (unittest/sim) runs exactly the rounds the runtime (node/group.cc) runs.
 //
 // Why merging is safe: nothing of a round is sent before all of its records
-// are durable, so every reply still leaves after the record it depends on.
+// are durable (but requests that carry no vote of this node, outputs.h:
+// OutMessage::before_persist), so every reply still leaves after the record it depends on.
 // Why the rules below: executing the merged round must leave the log, the
 // network and the timers as executing the steps one by one would have.
 //
@@ -25,6 +26,10 @@
 //   sync                 OR over the steps                one durable write covers
 //                                                         every step
 //   messages             appended in step order           sends as step by step
+//   messages'            all cleared when the round       a promise any step made
+//   before_persist       persists a variable or a trim    must be durable before
+//                                                         a request of its ballot
+//                                                         leaves (outputs.h)
 //   catchup_reads        appended in step order           each is served after
 //                                                         the round's persist,
 //                                                         which holds the records

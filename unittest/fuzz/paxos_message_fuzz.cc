@@ -93,6 +93,15 @@ class FuzzedCore {
       Require(msg.ParseFromString(m.bytes));
       Require(msg.cluster_id() == kCluster && msg.group() == 0 && msg.from() == kSelf);
     }
+    // What may leave before the persist (outputs.h): ACCEPT requests only,
+    // and none in a step that moves a promise or trims.
+    const bool holds = !out->persist.variables.empty() || out->persist.delete_below != 0;
+    for (const OutMessage& m : out->messages) {
+      if (!m.before_persist) continue;
+      Require(!holds);
+      PaxosMsg msg;
+      Require(msg.ParseFromString(m.bytes) && msg.type() == ACCEPT);
+    }
     for (const auto& r : out->persist.records) Require(r.first < kMaxInstanceId);
     if (!out->persist.empty()) Require(log_.Write(out->persist, out->sync).ok());
     TrackTimers(*out, &timers_);

@@ -39,6 +39,53 @@ TEST(ProposerTest, FirstProposalRunsBothPhasesLaterOnesSkipPhaseOne) {
   EXPECT_FALSE(h.node(1).applied[0].ours);
 }
 
+// OutMessage::before_persist: the ACCEPTs of a prepared proposer may leave
+// before its step's persist (its own vote is in that persist); a PREPARE
+// (with its promise, a variable) may not.
+TEST(ProposerTest, OnlyAcceptRequestsOfAPromisedBallotLeaveBeforeThePersist) {
+  Harness h(3);
+  Outputs first;
+  ASSERT_TRUE(h.core(0)->Propose(1, "a", &first).ok());
+  EXPECT_FALSE(first.persist.variables.empty());  // phase 1: our own promise
+  ASSERT_FALSE(first.messages.empty());
+  for (const OutMessage& m : first.messages) {
+    PaxosMsg msg;
+    ASSERT_TRUE(msg.ParseFromString(m.bytes));
+    EXPECT_EQ(msg.type(), PREPARE);
+    EXPECT_FALSE(m.before_persist);
+  }
+  h.Exec(0, &first);
+  h.Pump();
+  ASSERT_EQ(h.node(0).finished.size(), 1u);
+
+  Outputs second;
+  ASSERT_TRUE(h.core(0)->Propose(2, "b", &second).ok());
+  ASSERT_EQ(second.messages.size(), 1u);  // one broadcast ACCEPT
+  PaxosMsg accept;
+  ASSERT_TRUE(accept.ParseFromString(second.messages[0].bytes));
+  EXPECT_EQ(accept.type(), ACCEPT);
+  EXPECT_EQ(second.messages[0].to, kBroadcast);
+  EXPECT_TRUE(second.messages[0].before_persist);
+  ASSERT_EQ(second.persist.records.size(), 1u);  // our own vote, synced
+  EXPECT_TRUE(second.sync);
+  EXPECT_TRUE(second.persist.variables.empty());
+  // An acceptor's reply, its vote, waits for the persist that holds it.
+  Outputs vote;
+  ASSERT_TRUE(h.core(1)->OnMessage(second.messages[0].bytes, &vote).ok());
+  ASSERT_EQ(vote.messages.size(), 1u);
+  PaxosMsg accepted;
+  ASSERT_TRUE(accepted.ParseFromString(vote.messages[0].bytes));
+  EXPECT_EQ(accepted.type(), ACCEPTED);
+  EXPECT_FALSE(vote.messages[0].before_persist);
+  EXPECT_FALSE(vote.persist.records.empty());
+  EXPECT_TRUE(vote.sync);
+  h.Exec(1, &vote);
+  h.Exec(0, &second);
+  h.Pump();
+  ASSERT_EQ(h.node(0).finished.size(), 2u);
+  EXPECT_TRUE(h.node(0).finished[1].status.ok());
+}
+
 TEST(ProposerTest, PipelinesUpToMaxInflight) {
   Harness h(3, [](CoreOptions* o) { o->max_inflight = 3; });
   ASSERT_TRUE(h.Propose(0, 1, "first").ok());

@@ -145,6 +145,47 @@ TEST(RoundTest, StartAfterCancelInTheSameRoundRuns) {
 }
 
 
+Outputs Early(std::vector<std::string> requests, Records records = {}) {
+  Outputs o = Persist(std::move(records));
+  for (std::string& r : requests) o.messages.push_back({kBroadcast, std::move(r), true});
+  return o;
+}
+
+std::vector<bool> BeforePersist(const Outputs& out) {
+  std::vector<bool> flags;
+  for (const OutMessage& m : out.messages) flags.push_back(m.before_persist);
+  return flags;
+}
+
+TEST(RoundTest, RequestsStayBeforePersistWhileTheRoundPersistsOnlyRecords) {
+  Outputs reply;
+  reply.messages.push_back({2, "reply"});
+  const Outputs out = MergeSteps({Early({"a1", "a2"}, {{5, "vote5"}}), std::move(reply),
+                                  Early({"a3"}, {{7, "vote7"}})});
+  ASSERT_EQ(out.messages.size(), 4u);
+  EXPECT_EQ(out.messages[0].bytes, "a1");
+  EXPECT_EQ(out.messages[2].bytes, "reply");
+  EXPECT_EQ(BeforePersist(out), (std::vector<bool>{true, true, false, true}));
+}
+
+TEST(RoundTest, AVariableOrTrimInAnyStepMakesEveryRequestWaitForThePersist) {
+  // A promise moved in one step (a variable), before or after the requests,
+  // or a trim: a request of the new ballot must not leave before it is
+  // durable.
+  for (int where = 0; where < 3; ++where) {
+    std::vector<Outputs> steps;
+    steps.push_back(Early({"a1"}));
+    steps.push_back(Early({"a2"}));
+    Outputs held = where == 2 ? Persist({}, {}, 4) : Persist({}, {{"promised", "b9"}});
+    steps.insert(steps.begin() + (where == 0 ? 0 : 1), std::move(held));
+    Outputs out = MergeSteps(std::move(steps));
+    ASSERT_EQ(out.messages.size(), 2u) << where;
+    EXPECT_EQ(out.messages[0].bytes, "a1");
+    EXPECT_EQ(out.messages[1].bytes, "a2");
+    EXPECT_EQ(BeforePersist(out), (std::vector<bool>{false, false})) << where;
+  }
+}
+
 TEST(RoundTest, MessagesReadsChosenFinishedAndErrorsKeepStepOrder) {
   Round round;
   for (uint64_t s = 0; s < 3; ++s) {

@@ -32,6 +32,7 @@ constexpr MutationEntry kMutations[] = {
     {paxos::TestMutation::kAcceptPromiseNotPersisted, "accept_promise_not_persisted"},
     {paxos::TestMutation::kFarChosenUnbounded, "far_chosen_unbounded"},
     {paxos::TestMutation::kRoundKeepsFirst, "round_keeps_first"},
+    {paxos::TestMutation::kVoteBeforePersist, "vote_before_persist"},
     {paxos::TestMutation::kLeaseIgnoresDrift, "lease_ignores_drift"},
     {paxos::TestMutation::kReadBeforeNoopCommit, "read_before_noop_commit"},
     {paxos::TestMutation::kPrepareIgnoresGrant, "prepare_ignores_grant"},

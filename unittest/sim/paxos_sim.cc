@@ -120,12 +120,13 @@ int main(int argc, char** argv) {
   o.spares = FLAGS_spares;
   o.activation_distance = FLAGS_activation_distance;
   unsigned long long steps = 0, faults = 0, violations = 0, chosen = 0, proposals = 0, ok = 0,
-                     crashes = 0, behind = 0, truncated = 0, merged = 0,
-                     catchup_reads = 0, pauses = 0, elections = 0, lease_reads = 0,
-                     read_index_reads = 0, reads_busy = 0, forwards = 0, transfers = 0,
-                     timeouts = 0, checkpoints = 0, trims = 0, checkpoint_replies = 0,
-                     checkpoint_transfers = 0, transfers_lost = 0, transfers_corrupt = 0,
-                     installs = 0, long_downs = 0, outcome_unknown = 0, raced_replies = 0,
+                     crashes = 0, behind = 0, truncated = 0, merged = 0, early_rounds = 0,
+                     crashes_before_persist = 0, catchup_reads = 0, pauses = 0, elections = 0,
+                     lease_reads = 0, read_index_reads = 0, reads_busy = 0, forwards = 0,
+                     transfers = 0, timeouts = 0, checkpoints = 0, trims = 0,
+                     checkpoint_replies = 0, checkpoint_transfers = 0, transfers_lost = 0,
+                     transfers_corrupt = 0, installs = 0, long_downs = 0, outcome_unknown = 0,
+                     raced_replies = 0,
                      changes_proposed = 0, changes_applied = 0, changes_conflict = 0,
                      changes_ok = 0, changes_refused = 0, proposals_refused = 0, scenarios = 0,
                      disks_lost = 0, not_member_sent = 0, votes_checked = 0, non_member_drops = 0;
@@ -143,6 +144,8 @@ int main(int argc, char** argv) {
     behind += r.behind;
     truncated += r.truncated;
     merged += r.merged_rounds;
+    early_rounds += r.early_rounds;
+    crashes_before_persist += r.crashes_before_persist;
     catchup_reads += r.catchup_reads;
     pauses += r.pauses;
     elections += r.elections;
@@ -203,6 +206,8 @@ int main(int argc, char** argv) {
   std::printf("chosen=%llu proposals=%llu proposals_ok=%llu crashes=%llu accepts_behind=%llu "
               "truncated_promises=%llu merged_rounds=%llu catchup_reads=%llu\n",
               chosen, proposals, ok, crashes, behind, truncated, merged, catchup_reads);
+  std::printf("early_rounds=%llu crashes_before_persist=%llu\n", early_rounds,
+              crashes_before_persist);
   // Commit latency: virtual ms from Propose to the client's result, over
   // every proposal reported chosen in every seed.
   std::sort(latency.begin(), latency.end());

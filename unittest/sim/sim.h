@@ -173,6 +173,8 @@ struct SimResult {
   uint64_t behind = 0;        // ACCEPTs refused as behind (all incarnations)
   uint64_t truncated = 0;     // PROMISEs truncated by the byte budget
   uint64_t merged_rounds = 0;  // rounds executed that merged two or more steps
+  uint64_t early_rounds = 0;   // rounds whose requests left before their persist
+  uint64_t crashes_before_persist = 0;  // crashes between those and the persist
   uint64_t catchup_reads = 0;  // catch-up reads (CatchupRead) served from a node's log
   uint64_t pauses = 0;         // node pauses (clocks)
   // Master election (master_election):

@@ -73,6 +73,14 @@ constexpr size_t kMembershipValueBytes = 256;
 // persist them.
 constexpr uint64_t kCrashAfterPromisePpm = 400000;
 constexpr uint64_t kCrashAfterAcceptPpm = 5000;
+// A round's messages marked before_persist (OutMessage: a proposer's
+// ACCEPTs) leave before its persist, as the runtime sends them; then the node crashes
+// with this probability before the persist ran: its own votes of the round
+// are lost while the requests are on the wire. Where one of them is a reply
+// (only a mutation makes a vote early), with the promise crash's
+// probability: that is where such a vote is lost.
+constexpr uint64_t kCrashBeforePersistPpm = 5000;
+constexpr uint64_t kCrashBeforePersistAfterVotePpm = 400000;
 // A round that holds fewer steps than its limit executes at a flush event
 // this many ms later at most (0: after the events already due now), as a
 // runtime loop executes after taking what is queued: other events for the
@@ -470,6 +478,11 @@ class Sim {
 
   // Executes one merged round of node i: persist -> send -> apply -> timers.
   void Execute(int i, Outputs* out);
+  // Sends (and takes out of out->messages) the round's messages marked
+  // before_persist, before its persist, as the runtime may, and at the
+  // crash point after them crashes node i: returns true then (the round's
+  // persist and the rest are lost).
+  bool SendEarly(int i, Outputs* out);
 
   // Sends message `m` of node i to its receivers (the checker sees it first).
   void SendOut(int i, const paxos::OutMessage& m);

@@ -36,6 +36,9 @@ void Sim::ExecuteRound(int i) {
     Log("node " + std::to_string(n.id) + " executes a round of " + std::to_string(steps) +
         " steps");
   }
+  // The requests that may leave before the persist do, as in the runtime;
+  // a crash point follows them.
+  if (SendEarly(i, &out)) return;  // crashed before the persist
   // Crash points: right after the node raised its promise (answered a
   // PREPARE with a PROMISE, or accepted a higher ballot than it had
   // promised), or answered an ACCEPT with ACCEPTED (the reply is on the
@@ -63,6 +66,31 @@ void Sim::ExecuteRound(int i) {
                        : accepted && rng_.OneIn(kCrashAfterAcceptPpm))) {
     Crash(i);
   }
+}
+
+bool Sim::SendEarly(int i, Outputs* out) {
+  bool any = false, vote = false;
+  std::vector<paxos::OutMessage> rest;
+  for (auto& m : out->messages) {
+    if (!m.before_persist) {
+      rest.push_back(std::move(m));
+      continue;
+    }
+    paxos::PaxosMsg msg;
+    vote = vote || (msg.ParseFromString(m.bytes) &&
+                    (msg.type() == paxos::ACCEPTED || msg.type() == paxos::PROMISE));
+    any = true;
+    SendOut(i, m);
+  }
+  out->messages.swap(rest);
+  if (!any) return false;
+  r_.early_rounds++;
+  if (quiet_ || !rng_.OneIn(vote ? kCrashBeforePersistAfterVotePpm : kCrashBeforePersistPpm)) {
+    return false;
+  }
+  r_.crashes_before_persist++;
+  Crash(i);  // the round's persist never ran
+  return true;
 }
 
 void Sim::Execute(int i, Outputs* out) {
