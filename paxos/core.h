@@ -29,16 +29,16 @@
 //   several inputs: the core's state may run ahead of what is executed.
 //
 // Execute(out) MUST do, in this order:
+//   0. optionally: send the out.messages entries marked before_persist
+//      (else send them with step 2's): requests carrying no vote of this
+//      node (outputs.h). Their replies, like every input, reach the core
+//      only after step 1 returned;
 //   1. persist: log->Write(out.persist, out.sync) when !out.persist.empty().
 //      If the write fails the group must stop (drop the Core; it may be
-//      reopened from the log later): nothing of this step may be sent/applied.
-//      This ordering is what makes "a promise or accept is answered only once
-//      it is durable" true.
-//   0. optionally, before step 1: send the out.messages entries marked
-//      before_persist (else send them with step 2's): requests carrying no
-//      vote of this node (outputs.h). The replies to them, like every
-//      input, reach the core only after step 1 returned;
-//   2. send every out.messages entry (kBroadcast: every other member);
+//      reopened from the log later): nothing else of this step may be
+//      sent/applied. This ordering is what makes "a promise or accept is
+//      answered only once it is durable" true.
+//   2. send every other out.messages entry (kBroadcast: every other member);
 //      serve every out.catchup_reads entry (paxos/catchup.h: ReadCatchup,
 //      then send its reply to read.peer when reply.bytes is not empty,
 //      which may be a "use a checkpoint" answer with no entries): after

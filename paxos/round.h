@@ -7,7 +7,8 @@
 //
 // Why merging is safe: nothing of a round is sent before all of its records
 // are durable (but requests that carry no vote of this node, outputs.h:
-// OutMessage::before_persist), so every reply still leaves after the record it depends on.
+// OutMessage::before_persist), so every reply still leaves after the record
+// it depends on.
 // Why the rules below: executing the merged round must leave the log, the
 // network and the timers as executing the steps one by one would have.
 //
