@@ -1,10 +1,13 @@
 // Helpers of the membership-change tests over the Harness (reconfig_test,
-// reconfig_master_test): members, a change of them, proposing it on a node,
-// and finding its result.
+// reconfig_master_test, stranded_test): members, a change of them, proposing
+// it on a node, finding its result, a cluster of genesis members and
+// joiners, and ways to pump it.
 #ifndef CHORUS_UNITTEST_PAXOS_MEMBERSHIP_HELPERS_H_
 #define CHORUS_UNITTEST_PAXOS_MEMBERSHIP_HELPERS_H_
 
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -51,6 +54,71 @@ inline const ProposalResult* Finished(Harness* h, int i, uint64_t token) {
     if (r.token == token) return &r;
   }
   return nullptr;
+}
+
+// CHORUS_RECONFIG_MUTATION=<n> runs every test with TestMutation n (to see
+// which tests a mutation breaks).
+inline TestMutation EnvMutation() {
+  const char* e = std::getenv("CHORUS_RECONFIG_MUTATION");
+  return e == nullptr ? TestMutation::kNone : static_cast<TestMutation>(std::atoi(e));
+}
+
+// Nodes 1..genesis form the genesis; the others start as joiners (empty
+// data dir created to join, join_peers = node 1, incarnation 40 + id).
+inline std::function<void(CoreOptions*)> Cluster(
+    uint64_t genesis, TestMutation m = TestMutation::kNone,
+    std::function<void(CoreOptions*)> more = nullptr) {
+  return [genesis, m, more](CoreOptions* o) {
+    o->activation_distance = kAlpha;
+    o->max_inflight = 4;
+    o->test_mutation = m == TestMutation::kNone ? EnvMutation() : m;
+    o->members.clear();
+    if (o->self <= genesis) {
+      for (uint64_t id = 1; id <= genesis; ++id) o->members.push_back(id);
+    } else {
+      o->joined = true;
+      o->join_peers = {1};
+      o->incarnation = 40 + o->self;
+    }
+    if (more) more(o);
+  };
+}
+
+// Newest message first: later instances' votes arrive before earlier ones'.
+inline void PumpNewestFirst(Harness* h) {
+  while (!h->net().empty()) {
+    auto m = std::move(h->net().back());
+    h->net().pop_back();
+    h->Deliver(m.first, m.second);
+  }
+}
+
+// Each node fires one of the proposer timers it has armed (a phase 1 gets
+// its answers before its timeout fires), pumping after each.
+inline void Tick(Harness* h, bool newest_first = false) {
+  for (size_t i = 0; i < h->size(); ++i) {
+    for (TimerKind k : {TimerKind::kBackoff, TimerKind::kAccept, TimerKind::kPrepare}) {
+      if (h->node(static_cast<int>(i)).timers.count(k)) {
+        h->Fire(static_cast<int>(i), k);
+        break;
+      }
+    }
+    if (newest_first) {
+      PumpNewestFirst(h);
+    } else {
+      h->Pump();
+    }
+  }
+}
+
+// Delivers queued messages oldest first until `done` (or the network is
+// empty).
+inline void PumpUntil(Harness* h, const std::function<bool()>& done) {
+  while (!h->net().empty() && !done()) {
+    auto m = std::move(h->net().front());
+    h->net().pop_front();
+    h->Deliver(m.first, m.second);
+  }
 }
 
 }  // namespace testing

@@ -4,8 +4,6 @@
 // disks. Each membership TestMutation makes one of these fail.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,66 +17,15 @@ namespace reconfig_test {
 namespace {
 
 using testing::Change;
+using testing::Cluster;
 using testing::Finished;
 using testing::Harness;
 using testing::kAlpha;
 using testing::M;
 using testing::ProposeChange;
-
-// CHORUS_RECONFIG_MUTATION=<n> runs every test with TestMutation n (to see
-// which tests a mutation breaks).
-TestMutation EnvMutation() {
-  const char* e = std::getenv("CHORUS_RECONFIG_MUTATION");
-  return e == nullptr ? TestMutation::kNone : static_cast<TestMutation>(std::atoi(e));
-}
-
-// Nodes 1..genesis form the genesis; the others start as joiners (empty
-// data dir created to join, join_peers = node 1, incarnation 40 + id).
-std::function<void(CoreOptions*)> Cluster(uint64_t genesis,
-                                          TestMutation m = TestMutation::kNone,
-                                          std::function<void(CoreOptions*)> more = nullptr) {
-  return [genesis, m, more](CoreOptions* o) {
-    o->activation_distance = kAlpha;
-    o->max_inflight = 4;
-    o->test_mutation = m == TestMutation::kNone ? EnvMutation() : m;
-    o->members.clear();
-    if (o->self <= genesis) {
-      for (uint64_t id = 1; id <= genesis; ++id) o->members.push_back(id);
-    } else {
-      o->joined = true;
-      o->join_peers = {1};
-      o->incarnation = 40 + o->self;
-    }
-    if (more) more(o);
-  };
-}
-
-// Newest message first: later instances' votes arrive before earlier ones'.
-void PumpNewestFirst(Harness* h) {
-  while (!h->net().empty()) {
-    auto m = std::move(h->net().back());
-    h->net().pop_back();
-    h->Deliver(m.first, m.second);
-  }
-}
-
-// Each node fires one of the proposer timers it has armed (a phase 1 gets
-// its answers before its timeout fires), pumping after each.
-void Tick(Harness* h, bool newest_first = false) {
-  for (size_t i = 0; i < h->size(); ++i) {
-    for (TimerKind k : {TimerKind::kBackoff, TimerKind::kAccept, TimerKind::kPrepare}) {
-      if (h->node(static_cast<int>(i)).timers.count(k)) {
-        h->Fire(static_cast<int>(i), k);
-        break;
-      }
-    }
-    if (newest_first) {
-      PumpNewestFirst(h);
-    } else {
-      h->Pump();
-    }
-  }
-}
+using testing::PumpNewestFirst;
+using testing::PumpUntil;
+using testing::Tick;
 
 // The instance node i applied the system value at (UINT64_MAX: none).
 uint64_t ChangeInstance(Harness* h, int i, size_t nth = 0) {
@@ -378,16 +325,6 @@ TEST(ReconfigTest, ALostDiskNeverVotesUnderItsGenesisEntry) {
   for (int k = 0; k < 6 && Finished(&h, 0, 4) == nullptr; ++k) Tick(&h);
   ASSERT_NE(Finished(&h, 0, 4), nullptr);
   EXPECT_TRUE(Finished(&h, 0, 4)->status.ok());
-}
-
-// Delivers queued messages oldest first until `done` (or the network is
-// empty).
-void PumpUntil(Harness* h, const std::function<bool()>& done) {
-  while (!h->net().empty() && !done()) {
-    auto m = std::move(h->net().front());
-    h->net().pop_front();
-    h->Deliver(m.first, m.second);
-  }
 }
 
 // Drops every queued message from or to node `id` (index id - 1).
