@@ -400,7 +400,7 @@ Status Core::InstallCheckpoint(uint64_t instance, uint32_t checksum,
     trimmer_->Installed(instance, checksum);
     // The history before the pending values above `instance` are applied
     // (some may be changes based on it).
-    reconfig_->Install(membership);
+    reconfig_->Install(instance, membership);
     learner_->Install(instance, checksum);
     ctx_.stats()->checkpoints_installed++;
     proposer_->Kick();

@@ -231,6 +231,31 @@ void Membership::ForgetBelow(uint64_t instance) {
   configs_.erase(configs_.begin(), configs_.begin() + static_cast<std::ptrdiff_t>(keep_from));
 }
 
+void Membership::PrependOlder(const Membership& older, uint64_t from) {
+  // Nothing precedes a genesis, and a history that covers `from` lacks
+  // nothing a checkpoint there needs.
+  if (!known() || configs_.front().version == 0 || configs_.front().active_from <= from) return;
+  const Config& first = configs_.front();
+  std::vector<Config> merged;
+  for (const Config& c : older.configs_) {
+    if (c.version < first.version) merged.push_back(c);
+  }
+  // Only a chain that reaches this one: the version right before it, active
+  // before it, under the group's alpha.
+  if (merged.empty() || merged.back().version + 1 != first.version ||
+      merged.back().active_from >= first.active_from ||
+      merged.back().activation_distance != first.activation_distance) {
+    return;
+  }
+  // Of those, the ones that govern an instance at or above `from` (each
+  // governs up to the next one's active_from).
+  size_t drop = 0;
+  while (drop + 1 < merged.size() && merged[drop + 1].active_from <= from) ++drop;
+  merged.erase(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(drop));
+  merged.insert(merged.end(), configs_.begin(), configs_.end());
+  configs_.swap(merged);
+}
+
 Membership Membership::Before(uint64_t instance) const {
   Membership m;
   for (const Config& c : configs_) {

@@ -47,6 +47,10 @@
 //      one are kept (persisted in kMembershipVariable with each applied
 //      change, and carried by every checkpoint: MembershipAt), so a restart,
 //      a trim and a checkpoint install all know At(j) for every j they use.
+//      (A joiner knows the history from the first change it learned only,
+//      so its checkpoint at S may lack At(S): an install keeps the
+//      installer's own configurations before the checkpoint's first one,
+//      PrependOlder.)
 //
 // Pure: no I/O, no clock. Thread safety: none (one group loop).
 #ifndef CHORUS_PAXOS_MEMBERSHIP_H_
@@ -174,6 +178,15 @@ class Membership {
   // Drops the configurations that govern no instance at or above `instance`
   // (trim: the one in force at `instance` stays).
   void ForgetBelow(uint64_t instance);
+  // Puts the configurations of `older` (another history of this group: the
+  // node's own, before it adopts this one from a checkpoint) that precede
+  // this history's first one and govern some instance at or above `from`
+  // in front of it, when `older` holds the version right before that one.
+  // A joiner's history starts at the first change it learned, so a
+  // checkpoint it made at `from` may lack At(from); a node that knew it
+  // keeps it. Nothing changes when `older` does not connect (versions are
+  // consecutive: M1).
+  void PrependOlder(const Membership& older, uint64_t from);
   // The history as of the instances below `instance`: the configurations
   // made by changes chosen below it (for a checkpoint at `instance`).
   Membership Before(uint64_t instance) const;

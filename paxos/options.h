@@ -97,6 +97,11 @@ enum class TestMutation {
   // Proposer: counts phase 1 and phase 2 majorities in the configuration of
   // chosen_end only, ignoring the ones a pending change activates later.
   kQuorumOfCurrentOnly,
+  // Checkpoint install: the history a checkpoint brings replaces this
+  // node's own outright, even when it lacks the configurations this node
+  // knows before its first one (a joiner's checkpoint: Membership::
+  // PrependOlder is skipped).
+  kInstallDropsOlder,
 };
 
 // The largest ballot number ever used: a message carrying a larger one (2^62

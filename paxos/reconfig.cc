@@ -227,9 +227,16 @@ void Reconfig::OnTrim(uint64_t below) {
   ctx_->PersistMembership();
 }
 
-void Reconfig::Install(const Membership* membership) {
+void Reconfig::Install(uint64_t instance, const Membership* membership) {
   if (membership == nullptr || !membership->known()) return;
-  *ctx_->mutable_membership() = *membership;
+  // The checkpoint's maker may have joined after At(instance) was made: it
+  // does not know it, and without it this node could not run phase 1 from
+  // `instance` (CanPrepareFrom). Ours may: keep it.
+  Membership m = *membership;
+  if (!ctx_->Mutated(TestMutation::kInstallDropsOlder)) {
+    m.PrependOlder(ctx_->membership(), instance);
+  }
+  *ctx_->mutable_membership() = std::move(m);
   ctx_->PersistMembership();
   was_member_ = was_member_ || NamesSelf(ctx_->membership(), ctx_->options().self);
 }

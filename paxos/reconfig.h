@@ -45,7 +45,13 @@
 //   trim below T (trim.h)           -                            ForgetBelow(T), persisted in
 //                                                                the trim's synced write
 //   checkpoint install at S with    S > chosen_end, history      history = it, persisted with
-//   a history                       known                        the install's write
+//   a history                       known                        the install's write; preceded
+//                                                                by this node's configurations
+//                                                                before its first one that
+//                                                                govern from S on, when they
+//                                                                connect (PrependOlder: a
+//                                                                joiner's checkpoint may lack
+//                                                                At(S))
 //   role()                          Latest() names self as an    kVoter (kNotEligible when M5
 //                                   eligible voter / follower    refuses its entry) / kFollower
 //                                   some configuration ever      kRemoved
@@ -109,7 +115,7 @@ class Reconfig {
   // trim.h: the log is trimmed below `below` in this step.
   void OnTrim(uint64_t below);
   // A checkpoint at `instance` > chosen_end brought `membership`.
-  void Install(const Membership* membership);
+  void Install(uint64_t instance, const Membership* membership);
 
   MemberRole role() const;
 

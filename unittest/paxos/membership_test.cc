@@ -161,6 +161,45 @@ TEST(MembershipTest, BeforeIsTheHistoryOfAPrefix) {
   EXPECT_TRUE(m.Before(11) == m);
 }
 
+TEST(MembershipTest, PrependOlderKeepsWhatAJoinersHistoryLacks) {
+  Membership own = Membership::Genesis({Voter(1), Voter(2), Voter(3)}, 8);
+  ASSERT_TRUE(own.Apply(10, Change(0, {Voter(1), Voter(2), Voter(3), Voter(4, 9)})).ok());
+  // A joiner's: it learned the change at 10 first (from 18), then one at 20.
+  Membership joiner;
+  ASSERT_TRUE(joiner.Apply(10, Change(0, {Voter(1), Voter(2), Voter(3), Voter(4, 9)})).ok());
+  ASSERT_TRUE(joiner.Apply(20, Change(1, {Voter(1), Voter(4, 9)})).ok());  // from 28
+  EXPECT_TRUE(joiner.At(15).members.empty());
+  // From 15: the genesis governs there, so it goes in front.
+  Membership m = joiner;
+  m.PrependOlder(own, 15);
+  ASSERT_EQ(m.configs().size(), 3u);
+  EXPECT_EQ(m.At(15).version, 0u);
+  EXPECT_EQ(m.Latest(), joiner.Latest());
+  // From 20: the joiner's history covers it; nothing changes.
+  m = joiner;
+  m.PrependOlder(own, 20);
+  EXPECT_TRUE(m == joiner);
+  // Only what governs from `from` on: the genesis of a longer own history
+  // that ends before it is left out.
+  Membership longer = Membership::Genesis({Voter(1), Voter(2), Voter(3)}, 8);
+  ASSERT_TRUE(longer.Apply(2, Change(0, {Voter(1), Voter(2), Voter(5)})).ok());  // from 10
+  ASSERT_TRUE(longer.Apply(21, Change(1, {Voter(1), Voter(2)})).ok());           // from 29
+  Membership late;  // version 2 first
+  ASSERT_TRUE(late.Apply(21, Change(1, {Voter(1), Voter(2)})).ok());
+  m = late;
+  m.PrependOlder(longer, 12);
+  ASSERT_EQ(m.configs().size(), 2u);
+  EXPECT_EQ(m.configs().front().version, 1u);
+  EXPECT_EQ(m.At(12).version, 1u);
+  // A history that does not reach the version right before is no help.
+  m = late;
+  m.PrependOlder(Membership::Genesis({Voter(1), Voter(2), Voter(3)}, 8), 0);
+  EXPECT_TRUE(m == late);
+  m = joiner;
+  m.PrependOlder(Membership(), 15);
+  EXPECT_TRUE(m == joiner);
+}
+
 TEST(MembershipTest, EncodeDecodeRoundTrips) {
   Membership m = Membership::Genesis({Voter(1), Voter(2), Follower(3)}, 16);
   ASSERT_TRUE(m.Apply(3, Change(0, {Voter(1), Voter(2, 99), Voter(3)}, 16)).ok());

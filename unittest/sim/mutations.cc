@@ -43,6 +43,7 @@ constexpr MutationEntry kMutations[] = {
     {paxos::TestMutation::kActivateAtOnce, "activate_at_once"},
     {paxos::TestMutation::kFollowerVotes, "follower_votes"},
     {paxos::TestMutation::kQuorumOfCurrentOnly, "quorum_of_current_only"},
+    {paxos::TestMutation::kInstallDropsOlder, "install_drops_older"},
 };
 
 }  // namespace
