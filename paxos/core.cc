@@ -276,7 +276,6 @@ void Core::Dispatch(const PaxosMsg& msg) {
     case READ_INDEX:
     case READ_INDEX_REPLY:
     case RELEASE:
-    case FILL:
       if (!master_->enabled()) {
         ctx_.stats()->master_messages_ignored++;
         break;
@@ -292,10 +291,18 @@ void Core::Dispatch(const PaxosMsg& msg) {
         master_->OnReadIndex(msg);
       } else if (msg.type() == READ_INDEX_REPLY) {
         master_->OnReadIndexReply(msg);
-      } else if (msg.type() == FILL) {
-        master_->OnFill(msg);
       } else {
         master_->OnRelease(msg);
+      }
+      break;
+    case FILL:
+      // A node that cannot decide an instance it needs decided asks (see
+      // Learner::OnTick, Master::OnHeartbeat). With master election only the
+      // master fills; without it any voter that can run phase 1 here does.
+      if (master_->enabled()) {
+        master_->OnFill(msg);
+      } else {
+        proposer_->OnFill(msg.instance());
       }
       break;
     case PROMISE:

@@ -133,8 +133,10 @@ struct CoreStats {
   uint64_t prepares_refused = 0;     // PREPAREs refused for a grant or the startup hold
   uint64_t forwards_sent = 0;        // proposals this node forwarded to the master
   uint64_t forwards_proposed = 0;    // FORWARDs this master proposed
-  uint64_t fills_sent = 0;           // FILL hints this follower sent (stranded slots)
-  uint64_t fills_proposed = 0;       // noop fillers this master proposed for FILLs
+  // FILL hints this node sent: a follower's stranded slots (master.h), or
+  // work it cannot get decided itself (learner.h, on a learn tick).
+  uint64_t fills_sent = 0;
+  uint64_t fills_proposed = 0;       // noop fillers this node proposed for FILLs
   uint64_t forwards_dropped = 0;     // FORWARDs dropped (not the master, duplicate)
   uint64_t read_index_requests = 0;  // READ_INDEX sent
   uint64_t master_messages_ignored = 0;  // master-election messages while it is off

@@ -192,6 +192,15 @@ uint64_t Learner::RandomPeer() {
   return peer;
 }
 
+uint64_t Learner::RandomVoter() {
+  const uint64_t self = ctx_->options().self;
+  std::vector<uint64_t> ids;
+  for (const Member& m : ctx_->membership().Latest().members) {
+    if (m.voter && m.id != self) ids.push_back(m.id);
+  }
+  return ids.empty() ? 0 : ids[ctx_->rng()->Uniform(ids.size())];
+}
+
 Status Learner::Applied(uint64_t instance, std::string* value, uint32_t* checksum) {
   if (instance >= chosen_end_) return Status::NotFound("instance not applied");
   auto it = cache_.find(instance);
@@ -370,6 +379,21 @@ void Learner::OnTick() {
     if (peer != 0) Ask(peer, ASK_LEARN);
   }
   peer_best_end_ = 0;
+  // Work this node cannot get decided itself (a removed node's slot, a
+  // joiner's proposal below the first configuration it knows) waits for a
+  // voter to propose there, which in a quiet group never happens: ask one
+  // to fill up to it (Proposer::FillWanted / OnFill), a voter per tick.
+  uint64_t fill = 0;
+  if (proposer_->FillWanted(&fill)) {
+    const uint64_t voter = RandomVoter();
+    if (voter != 0) {
+      PaxosMsg msg;
+      msg.set_type(FILL);
+      msg.set_instance(fill);
+      ctx_->Send(voter, &msg);
+      ctx_->stats()->fills_sent++;
+    }
+  }
   if (!pending_.empty() && ++stuck_ticks_ >= 2) {
     // Values beyond a gap are chosen but the gap is not: have the proposer
     // run phase 1, which fills it (with an accepted value or a noop).

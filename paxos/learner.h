@@ -18,6 +18,15 @@
 // the gap) broadcasts CHOSEN for the lowest of them instead, so that the
 // voters see the gap and one of them fills it.
 //
+// Work nobody would decide: an instance is decided only when a voter
+// proposes there, and a quiet group proposes nothing. A node that holds work
+// it cannot get decided itself (Proposer::FillWanted: a removed node's slot,
+// accepted by a minority or by nobody; a joiner's proposal below the first
+// configuration it knows) sends, on every learn tick without progress,
+// FILL(i) to a voter of Latest() drawn at random; that voter fills every
+// free instance up to i (Proposer::OnFill: phase 1, which adopts a value
+// accepted there, else noops).
+//
 // System values (value.h): a membership change is applied to the history
 // (reconfig.h) in the step that applies its instance, before the proposer
 // and master hear of the instance, and goes out as a noop. Idle-tick peers:
@@ -118,6 +127,8 @@ class Learner {
   // A peer to ask on an idle tick: a member of Latest() other than this
   // node, or one of join_peers while no membership is known; 0: none.
   uint64_t RandomPeer();
+  // A voter of Latest() other than this node, drawn; 0: none.
+  uint64_t RandomVoter();
   // "Use a checkpoint": the LEARN_VALUES answer to a request for `first`,
   // below the log's start.
   void AnswerUseCheckpoint(uint64_t peer, uint64_t first);

@@ -420,9 +420,11 @@ void Master::OnForward(const PaxosMsg& msg) {
 void Master::OnFill(const PaxosMsg& msg) {
   if (!enabled()) return;
   // Only for the mastership the follower heard of (an older ballot's FILL
-  // is stale; harmless, but there is no need for it).
-  if (!IsMaster() || Ballot::FromPb(msg.ballot()) != ballot_ ||
-      msg.from() == ctx_->options().self) {
+  // is stale; harmless, but there is no need for it), or from a node that
+  // follows no master (null ballot: a learn tick's FILL, Learner::OnTick,
+  // e.g. a removed node's, which hears no heartbeat).
+  const Ballot b = Ballot::FromPb(msg.ballot());
+  if (!IsMaster() || (b != ballot_ && !b.IsNull()) || msg.from() == ctx_->options().self) {
     return;
   }
   // Safe at any free instance: the proposer places fillers only at or above

@@ -83,9 +83,9 @@
 //   M != S                       no ballot of S drives (S    b) to M (once per heartbeat)
 //                                not preparing / prepared)
 //   FILL(i, b) from N != S       S master (not released) of  noop fillers at every free
-//                                ballot b, i >= chosen_end   instance >= its next instance,
-//                                                            up to i (not the readiness noop;
-//                                                            slots, adopted ones included,
+//                                ballot b or b null (a       instance >= its next instance,
+//                                learn tick's: learner.h),   up to i (not the readiness noop;
+//                                i >= chosen_end             slots, adopted ones included,
 //                                                            stay as they are)
 //   FORWARD(envelope, b)         S master since b or before, propose it (no local waiter)
 //                                not a duplicate

@@ -102,6 +102,11 @@ enum class TestMutation {
   // knows before its first one (a joiner's checkpoint: Membership::
   // PrependOlder is skipped).
   kInstallDropsOlder,
+  // Learner: a node never asks a voter to fill (the learn tick's FILL,
+  // Proposer::FillWanted): a removed node's slot, or a joiner's work below
+  // the first configuration it knows, waits for proposals that may never
+  // come.
+  kNoFillRequest,
 };
 
 // The largest ballot number ever used: a message carrying a larger one (2^62

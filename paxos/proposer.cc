@@ -48,7 +48,7 @@ void Proposer::Cancel(uint64_t token) {
 bool Proposer::HasWork() const {
   return !queue_.empty() || !slots_.empty() || unstick_ || campaign_ || noop_wanted_ ||
          master_->WantsReady() ||
-         (fill_to_ > learner_->chosen_end() && master_->IsMaster()) ||
+         (fill_to_ > learner_->chosen_end() && FillsNow()) ||
          change_fill_to_ > learner_->chosen_end();
 }
 
@@ -104,8 +104,13 @@ void Proposer::Drive() {
     HandOver();
     return;
   }
+  // Phase 1 from chosen_end needs a majority of the configuration
+  // governing it (M3); a node that does not know it (a joiner, whose history
+  // starts at the first change it learned) never gets one, and its PREPAREs
+  // would only outbid the voter that fills the gap for it (FillWanted).
+  const bool can_prepare = ctx_->CanPrepareFrom(learner_->chosen_end());
   if (phase_ == Phase::kIdle) {
-    if (HasWork()) StartPrepare();
+    if (HasWork() && can_prepare) StartPrepare();
     return;
   }
   const bool early = phase_ == Phase::kPreparing &&
@@ -115,7 +120,7 @@ void Proposer::Drive() {
     // Everything this ballot may touch is decided; its promises say nothing
     // about what lies beyond (or no majority of the configuration there
     // promised). Phase 1 again to go on.
-    if (HasWork()) StartPrepare();
+    if (HasWork() && can_prepare) StartPrepare();
     return;
   }
   const bool was_armed = accept_timer_armed_ && HasUnchosenSlot();
@@ -132,9 +137,9 @@ void Proposer::Drive() {
     SendAccept(instance, &slot);
     sent = true;
   }
-  // Fillers a follower asked for (FILL), after the noop and before fresh
-  // values: a stranded slot of the follower's gets decided.
-  if (fill_to_ <= learner_->chosen_end() || !master_->IsMaster()) fill_to_ = 0;
+  // Fillers another node asked for (FILL), after the noop and before fresh
+  // values: a stranded slot of the asker's gets decided.
+  if (fill_to_ <= learner_->chosen_end() || !FillsNow()) fill_to_ = 0;
   while (fill_to_ != 0 && next_instance_ < fill_to_ &&
          slots_.size() < ctx_->options().max_inflight && next_instance_ < Bound()) {
     const uint64_t instance = next_instance_++;

@@ -52,6 +52,15 @@
 //   not a voter (M4)              no configuration governing  queued proposals end
 //                                 [chosen_end, inf) names it  InvalidArgument; no ballot
 //                                 an eligible voter
+//   M3 history unknown            At(chosen_end) unknown here no phase 1 (it could never
+//                                 (a joiner: CanPrepareFrom)  succeed)
+//   FillWanted (learn tick, no    not a voter, a slot at      FILL(highest slot) to a voter
+//   progress: learner.h)          >= chosen_end               of Latest()
+//                                 work, At(chosen_end)        FILL(first known active_from
+//                                 unknown here                - 1) to a voter of Latest()
+//   OnFill(i) (no master          chosen_end <= i <           noop fillers at free instances
+//   election; the master: Fill)   chosen_end + alpha,         up to i (phase 1 first: it
+//                                 CanPrepareFrom(chosen_end)  adopts what was accepted there)
 //
 // Ballot numbers never wrap: the next one saturates at kMaxBallotNumber.
 //
@@ -128,11 +137,23 @@ class Proposer {
   // new master's first commit); Master::NoteNoop says where it went, and
   // whether the ballot's phase 1 saw every vote (no limit: see Bound()).
   void WantNoop() { noop_wanted_ = true; }
-  // Master (FILL from a follower): propose noop fillers at every free
-  // instance up to and including `instance` (fast path: each is >= the
-  // prepared ballot's next instance, where its phase 1 reported no vote, and
-  // below Bound(); an instance with a slot keeps it, adopted values included).
+  // Master (FILL from a follower), or without master election any voter
+  // (OnFill): propose noop fillers at every free instance up to and
+  // including `instance` (fast path: each is >= the prepared ballot's next
+  // instance, where its phase 1 reported no vote, and below Bound(); an
+  // instance with a slot keeps it, adopted values included; phase 1 first
+  // when no ballot is prepared).
   void Fill(uint64_t instance);
+  // Without master election: FILL(instance) from any node. Fill, when
+  // instance lies in [chosen_end, chosen_end + alpha) and this node can
+  // run phase 1 from chosen_end (CanPrepareFrom).
+  void OnFill(uint64_t instance);
+  // The learn tick (no progress): true, and *instance, when this node has
+  // work it cannot get decided itself: it votes in no configuration still
+  // to govern and holds a slot at or above chosen_end (*instance: the
+  // highest), or it has work and does not know the configuration governing
+  // chosen_end (*instance: the last instance before the first one it knows).
+  bool FillWanted(uint64_t* instance) const;
   // Follower: the highest instance of a slot of this node's that no ballot
   // of its own drives any more (not prepared) while it defers to a live
   // master; false when there is none.
@@ -188,6 +209,8 @@ class Proposer {
   bool HasUnchosenSlot() const;
   // Queued proposals go to the live master (or end NotMaster).
   void HandOver();
+  // fill_to_ is in use: without master election, or as the master.
+  bool FillsNow() const;
   // Not a voter any more (M4): queued proposals end, the ballot is dropped.
   void StopProposing();
   // The end of the range phase 1 must cover with majorities (M3).
@@ -210,7 +233,8 @@ class Proposer {
   // kPreparing: acceptors that refused for a lease grant or startup hold.
   std::set<uint64_t> refused_by_;
   bool noop_wanted_ = false;
-  // Master: fillers wanted below this (FILL); 0: none.
+  // Fillers wanted below this (FILL: the master, or any voter without
+  // master election); 0: none.
   uint64_t fill_to_ = 0;
   // Fillers wanted below a change's active_from (FillTo); 0: none.
   uint64_t change_fill_to_ = 0;

@@ -56,6 +56,41 @@ void Proposer::Campaign() {
   if (phase_ != Phase::kPreparing) StartPrepare();
 }
 
+bool Proposer::FillsNow() const { return !master_->enabled() || master_->IsMaster(); }
+
+void Proposer::OnFill(uint64_t instance) {
+  const uint64_t end = learner_->chosen_end();
+  // Within alpha only: one FILL is bounded work (the asker's instance lies
+  // there, unless this node is behind: it catches up, and the asker asks
+  // again on its next tick). The fillers go out as Bound() lets them, a
+  // window at a time.
+  if (instance < end || instance >= end + ctx_->activation_distance() ||
+      !ctx_->CanPrepareFrom(end)) {
+    return;
+  }
+  Fill(instance);
+}
+
+bool Proposer::FillWanted(uint64_t* instance) const {
+  if (ctx_->Mutated(TestMutation::kNoFillRequest)) return false;
+  const uint64_t end = learner_->chosen_end();
+  if (!ctx_->SelfCanVote()) {
+    // Removed (or a follower now): no ballot of ours will decide our slots.
+    if (slots_.empty() || slots_.rbegin()->first < end) return false;
+    *instance = slots_.rbegin()->first;
+    return true;
+  }
+  const Membership& m = ctx_->membership();
+  if (!HasWork() || ctx_->CanPrepareFrom(end) || !m.known() ||
+      m.configs().front().active_from <= end) {
+    return false;
+  }
+  // A joiner with work below the first configuration it knows: once that
+  // is decided, it runs phase 1 itself.
+  *instance = m.configs().front().active_from - 1;
+  return true;
+}
+
 void Proposer::Fill(uint64_t instance) {
   if (instance < learner_->chosen_end()) return;
   fill_to_ = std::max(fill_to_, instance + 1);  // instance < kMaxInstanceId

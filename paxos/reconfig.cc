@@ -179,6 +179,10 @@ bool Reconfig::Admit(const PaxosMsg& msg) {
       // A master gives up the grants it holds (Master::OnRelease acts only
       // for the holder and ballot of the live grant): a master whose removal
       // is in force sends it once it is no member any more.
+    case FILL:
+      // A removed node asks a voter to decide the instance of a slot it
+      // can no longer drive (Learner::OnTick); it only makes the voter
+      // propose noop fillers where nothing is chosen, safe whoever asks.
       return msg.from() != 0;
     default:
       break;

@@ -33,7 +33,9 @@
 //                                                                i, in force from a": it goes on)
 //   message from N (Core)           learn-type (ASK_LEARN,       accepted from any N != 0
 //                                   CONFIRM_LEARN, LEARN_VALUES,
-//                                   CHOSEN, NOT_MEMBER)
+//                                   CHOSEN, NOT_MEMBER), RELEASE,
+//                                   FILL (a removed node's slot:
+//                                   learner.h)
 //                                   otherwise, N a member of a   accepted
 //                                   configuration governing
 //                                   [chosen_end, inf)

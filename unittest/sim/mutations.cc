@@ -44,6 +44,7 @@ constexpr MutationEntry kMutations[] = {
     {paxos::TestMutation::kFollowerVotes, "follower_votes"},
     {paxos::TestMutation::kQuorumOfCurrentOnly, "quorum_of_current_only"},
     {paxos::TestMutation::kInstallDropsOlder, "install_drops_older"},
+    {paxos::TestMutation::kNoFillRequest, "no_fill_request"},
 };
 
 }  // namespace
