@@ -83,6 +83,9 @@ class Acceptor {
   }
 
   const Ballot& promised() const { return promised_; }
+  // This acceptor voted at an instance that is not applied yet (at or above
+  // chosen_end: applied ones are forgotten).
+  bool HoldsVote() const { return !accepted_.empty(); }
   // The ballot this acceptor accepted at `instance` (null if none / forgotten).
   Ballot AcceptedBallot(uint64_t instance) const;
 

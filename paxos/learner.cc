@@ -394,13 +394,19 @@ void Learner::OnTick() {
       ctx_->stats()->fills_sent++;
     }
   }
-  if (!pending_.empty() && ++stuck_ticks_ >= 2) {
-    // Values beyond a gap are chosen but the gap is not: have the proposer
-    // run phase 1, which fills it (with an accepted value or a noop).
+  // A vote of our acceptor's that stays undecided: whoever proposed it is
+  // gone (crashed, removed) or so is every record of its choice (a chosen
+  // record is written unsynced), and only a phase 1 over it decides it, which
+  // a quiet group never runs.
+  const bool vote = acceptor_->HoldsVote() && !ctx_->Mutated(TestMutation::kNoVoteRecovery);
+  if ((!pending_.empty() || vote) && ++stuck_ticks_ >= 2) {
+    // Values beyond a gap are chosen but the gap is not, or a vote is not
+    // decided: have the proposer run phase 1, which fills the gap (with an
+    // accepted value or a noop) and proposes the vote's value again.
     stuck_ticks_ = 0;
     if (ctx_->CanPrepareFrom(chosen_end_)) {
       proposer_->Unstick();
-    } else {
+    } else if (!pending_.empty()) {
       // This node cannot run that phase 1 (it votes in no configuration
       // still to govern, or joined and does not know the one governing the
       // gap), and the voters may not know the values beyond it: tell them

@@ -16,7 +16,11 @@
 // proposer run phase 1 (which fills it); a node that cannot (it votes in no
 // configuration still to govern, or it joined and knows no configuration of
 // the gap) broadcasts CHOSEN for the lowest of them instead, so that the
-// voters see the gap and one of them fills it.
+// voters see the gap and one of them fills it. Likewise a vote of this
+// node's acceptor (at or above chosen_end) that stays undecided for two
+// learn ticks without progress: its proposer may be gone (crashed, removed),
+// and so may every record of its choice (a chosen record is unsynced), and
+// phase 1 adopts it, so it gets decided.
 //
 // Work nobody would decide: an instance is decided only when a voter
 // proposes there, and a quiet group proposes nothing. A node that holds work

@@ -107,6 +107,10 @@ enum class TestMutation {
   // the first configuration it knows, waits for proposals that may never
   // come.
   kNoFillRequest,
+  // Learner: a vote of this node's acceptor that stays undecided at the
+  // log's end never makes it run phase 1 (learner.h): once its proposer and
+  // every record of its choice are gone, nobody decides it.
+  kNoVoteRecovery,
 };
 
 // The largest ballot number ever used: a message carrying a larger one (2^62

@@ -3,10 +3,12 @@
 // proposes nothing. A removed node's slot (accepted by a minority, or by
 // nobody) and a joiner's proposal below the first configuration it knows
 // get decided because the node asks a voter to FILL up to them on its
-// learn ticks. And a node that installs a joiner's checkpoint keeps the
-// configuration governing it (Membership::PrependOlder).
+// learn ticks; a vote nobody decides makes its acceptor run phase 1. And a
+// node that installs a joiner's checkpoint keeps the configuration
+// governing it (Membership::PrependOlder).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -109,15 +111,19 @@ const ProposalResult* RemovedNodesSlot(Harness* h, bool accepted_by_one) {
   return Finished(h, 2, 100);
 }
 
+// Node 1's vote at kAlpha makes its own learn ticks run phase 1 too (the
+// vote rule, learner.h): either rule alone decides the slot.
 TEST(StrandedTest, ARemovedNodesSlotAcceptedByAMinorityGetsChosen) {
-  Harness h(3, Cluster(3, TestMutation::kNone, FullPipeline));
-  const ProposalResult* r = RemovedNodesSlot(&h, /*accepted_by_one=*/true);
-  ASSERT_NE(r, nullptr);
-  // A voter's phase 1 adopted node 1's vote: the value itself got chosen.
-  EXPECT_TRUE(r->status.ok()) << r->status.ToString();
-  EXPECT_EQ(r->instance, kAlpha);
-  EXPECT_GE(h.core(2)->stats().fills_sent, 1u);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(h.core(i)->chosen_end(), kAlpha + 1) << i;
+  for (TestMutation m :
+       {TestMutation::kNone, TestMutation::kNoFillRequest, TestMutation::kNoVoteRecovery}) {
+    Harness h(3, Cluster(3, m, FullPipeline));
+    const ProposalResult* r = RemovedNodesSlot(&h, /*accepted_by_one=*/true);
+    ASSERT_NE(r, nullptr) << static_cast<int>(m);
+    // A voter's phase 1 adopted node 1's vote: the value itself got chosen.
+    EXPECT_TRUE(r->status.ok()) << r->status.ToString();
+    EXPECT_EQ(r->instance, kAlpha);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(h.core(i)->chosen_end(), kAlpha + 1) << i;
+  }
 }
 
 TEST(StrandedTest, ARemovedNodesSlotNobodyAcceptedIsFilledAndItsProposalEnds) {
@@ -177,6 +183,38 @@ TEST(StrandedMutationTest, NoFillRequestLeavesThemUndecided) {
     Harness h(4, Cluster(3, TestMutation::kNoFillRequest, JoinViaNode2));
     EXPECT_EQ(JoinersProposal(&h), nullptr);
   }
+}
+
+// Node 1 gets "v" accepted by itself and node 2 (so it is chosen) but hears
+// neither ACCEPTED, so nobody knows; then it restarts: its slot is gone,
+// its vote is not (synced). Returns the lowest chosen_end of the nodes
+// after a few quiet rounds (1: "v" was decided), and node 3's first value.
+uint64_t VoteNobodyLearned(TestMutation m, std::string* first) {
+  Harness h(3, Cluster(3, m));
+  EXPECT_TRUE(h.Propose(0, 1, "v").ok());
+  PumpUntil(&h, [&h] { return AcceptQueued(&h, 0); });
+  Drop(&h, 2, ACCEPT, 0);
+  PumpUntil(&h, [&h] { return !AcceptQueued(&h, 0); });
+  Drop(&h, 0, ACCEPTED, 0);
+  h.Pump();
+  EXPECT_EQ(h.core(0)->chosen_end(), 0u);
+  h.Open(0);
+  LearnTicks(&h, 6, [&h] { return h.core(2)->chosen_end() > 0; });
+  uint64_t end = UINT64_MAX;
+  for (int i = 0; i < 3; ++i) end = std::min(end, h.core(i)->chosen_end());
+  if (!h.node(2).applied.empty()) *first = h.node(2).applied[0].value;
+  return end;
+}
+
+TEST(StrandedTest, AChosenVoteNobodyLearnedIsDecidedAgain) {
+  std::string first;
+  EXPECT_EQ(VoteNobodyLearned(TestMutation::kNone, &first), 1u);
+  EXPECT_EQ(first, "v");  // phase 1 adopted it
+}
+
+TEST(StrandedMutationTest, NoVoteRecoveryLeavesAVoteUndecided) {
+  std::string first;
+  EXPECT_EQ(VoteNobodyLearned(TestMutation::kNoVoteRecovery, &first), 0u);
 }
 
 // A FILL is bounded work: below chosen_end + alpha.

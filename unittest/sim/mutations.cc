@@ -45,6 +45,7 @@ constexpr MutationEntry kMutations[] = {
     {paxos::TestMutation::kQuorumOfCurrentOnly, "quorum_of_current_only"},
     {paxos::TestMutation::kInstallDropsOlder, "install_drops_older"},
     {paxos::TestMutation::kNoFillRequest, "no_fill_request"},
+    {paxos::TestMutation::kNoVoteRecovery, "no_vote_recovery"},
 };
 
 }  // namespace

@@ -210,6 +210,7 @@ const MutationCase kCases[] = {
     {paxos::TestMutation::kQuorumOfCurrentOnly, kForeignQuorum, false, false, false, true},
     {paxos::TestMutation::kInstallDropsOlder, kNoConvergence, false, false, true, true, 7498},
     {paxos::TestMutation::kNoFillRequest, kNoConvergence, false, false, true, true, 119},
+    {paxos::TestMutation::kNoVoteRecovery, kNoConvergence, false, false, true, true, 4392},
 };
 
 void PrintTo(const MutationCase& c, std::ostream* os) { *os << MutationName(c.mutation); }
