@@ -265,7 +265,8 @@ void Group::FlushBatch(bool at_deadline, paxos::Outputs* step) {
   // group with few callers) it adds a round of latency to each and saves
   // little CPU. propose_bench measured it (README "Batch shape"): 1 group,
   // 100 clients, batches of 29-31 values (of 64) without waiting:
-  // 1.18-1.27x values/s with it (41-46 per batch); 16 groups, 8 per batch:
+  // 1.18-1.27x values/s with it in 3 runs of 4, 0.80x in the 4th (41-46 per
+  // batch: the noise of a 2-core VM; hence off by default); 16 groups, 8 per batch:
   // 0.56x when it waited behind any batch, 0.92x behind batches of 16 or
   // more. Hence a third of batch_max_count.
   const size_t held = admission_->batches_held();
