@@ -259,8 +259,6 @@ void Group::HandlePropose(const std::shared_ptr<ProposalRequest>& request, paxos
 void Group::FlushBatch(bool at_deadline, paxos::Outputs* step) {
   if (at_deadline) batch_deadline_timer_ = 0;  // this is it firing
   const int limit = env_.options->batch_max_inflight;
-  SteadyTime deadline;
-  const bool pending = batch_.PendingDeadline(&deadline);
   // Waiting pays only behind big batches: with batches of a few values (a
   // group with few callers) it adds a round of latency to each and saves
   // little CPU. propose_bench measured it (README "Batch shape"): 1 group,
@@ -271,8 +269,11 @@ void Group::FlushBatch(bool at_deadline, paxos::Outputs* step) {
   // more. Hence a third of batch_max_count.
   const size_t held = admission_->batches_held();
   const size_t min_fill = std::max(1, env_.options->batch_max_count / 3);
-  if (pending && !at_deadline && limit > 0 && held >= static_cast<size_t>(limit) &&
-      admission_->batch_values_held() >= held * min_fill) {
+  SteadyTime deadline;
+  // Only a batch that may wait asks for its deadline (a lock of
+  // ProposeBatch's): with no limit, the default, a flush takes the lock once.
+  if (!at_deadline && limit > 0 && held >= static_cast<size_t>(limit) &&
+      admission_->batch_values_held() >= held * min_fill && batch_.PendingDeadline(&deadline)) {
     // The batch keeps filling (ProposeBatch posts no new flush while it is
     // not empty); RunRounds flushes it again after each round. The timer
     // follows the pending batch: a full one may have left meanwhile and
@@ -294,7 +295,6 @@ void Group::FlushBatch(bool at_deadline, paxos::Outputs* step) {
     timers_->Cancel(batch_deadline_timer_);
     batch_deadline_timer_ = 0;
   }
-  if (!pending) return;
   if (auto request = batch_.TakePending()) HandlePropose(request, step);
 }
 
