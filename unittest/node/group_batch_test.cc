@@ -74,25 +74,41 @@ ManualTimerScheduler::TaskId OneBatchInFlight(GroupRig* rig, std::future<Answer>
   return rig->timers()->WaitForDelay(DefaultDelay(*rig));
 }
 
+// Options for the held-batch tests: at most one batch in flight, and
+// batches of `count` values at most (count / 3 below 2: a batch of 1 is big
+// enough to wait behind).
+std::function<void(Options*)> OneInFlight(int count) {
+  return [count](Options* o) {
+    o->batch_max_inflight = 1;
+    o->batch_max_count = count;
+  };
+}
+
+// "a" in flight (its deadline timer in *a_deadline), then "b", with its own
+// timeout, flushed and held behind it: returns the timer that holds b's
+// batch to its deadline (0: none came).
+ManualTimerScheduler::TaskId HoldABatch(GroupRig* rig, std::future<Answer>* a,
+                                        ManualTimerScheduler::TaskId* a_deadline,
+                                        std::future<Answer>* b) {
+  *a_deadline = OneBatchInFlight(rig, a);
+  if (*a_deadline == 0) return 0;
+  *b = BatchProposeAsync(rig->group(), "b", kShortTimeoutMs);
+  return rig->timers()->WaitForDelay(kShortDelay);
+}
+
 void ExpectStopAnswersStopped(GroupRig* rig, std::vector<std::future<Answer>*> waiting) {
   rig->group()->Stop();
   for (auto* f : waiting) EXPECT_TRUE(f->get().status.IsStopped());
 }
 
 TEST(GroupBatchTest, APartialBatchWaitsWhileTheLimitIsInFlightAndLeavesWhenOneEnds) {
-  GroupRig rig(3, [](Options* o) {
-    o->batch_max_inflight = 1;
-    o->batch_max_count = 3;  // a batch of 1 is big enough to wait behind
-  });
+  GroupRig rig(3, OneInFlight(3));
   ASSERT_TRUE(rig.Start().ok());
-  std::future<Answer> a;
-  const auto a_deadline = OneBatchInFlight(&rig, &a);
-  ASSERT_NE(a_deadline, 0u);
-
   // "b" flushes its batch at once, but one batch is in flight: it stays
   // pending, held only to its deadline; "c" joins it.
-  auto b = BatchProposeAsync(rig.group(), "b", kShortTimeoutMs);
-  const auto held = rig.timers()->WaitForDelay(kShortDelay);
+  std::future<Answer> a, b;
+  ManualTimerScheduler::TaskId a_deadline = 0;
+  const auto held = HoldABatch(&rig, &a, &a_deadline, &b);
   ASSERT_NE(held, 0u);
   auto c = BatchProposeAsync(rig.group(), "c");
   ASSERT_TRUE(testing::WaitUntil([&] { return rig.group()->batch_pending() == 2; }));
@@ -117,16 +133,11 @@ TEST(GroupBatchTest, APartialBatchWaitsWhileTheLimitIsInFlightAndLeavesWhenOneEn
 }
 
 TEST(GroupBatchTest, AFullBatchLeavesWhateverIsInFlight) {
-  GroupRig rig(3, [](Options* o) {
-    o->batch_max_inflight = 1;
-    o->batch_max_count = 2;
-  });
+  GroupRig rig(3, OneInFlight(2));
   ASSERT_TRUE(rig.Start().ok());
-  std::future<Answer> a;
-  const auto a_deadline = OneBatchInFlight(&rig, &a);
-  ASSERT_NE(a_deadline, 0u);
-  auto b = BatchProposeAsync(rig.group(), "b", kShortTimeoutMs);
-  const auto held = rig.timers()->WaitForDelay(kShortDelay);
+  std::future<Answer> a, b;
+  ManualTimerScheduler::TaskId a_deadline = 0;
+  const auto held = HoldABatch(&rig, &a, &a_deadline, &b);
   ASSERT_NE(held, 0u);
 
   // "c" fills the batch: it leaves at once, over the limit; the timer that
@@ -144,16 +155,11 @@ TEST(GroupBatchTest, AFullBatchLeavesWhateverIsInFlight) {
 }
 
 TEST(GroupBatchTest, AHeldBatchIsAnsweredTimeoutAtItsDeadlineWithoutStarting) {
-  GroupRig rig(3, [](Options* o) {
-    o->batch_max_inflight = 1;
-    o->batch_max_count = 3;  // a batch of 1 is big enough to wait behind
-  });
+  GroupRig rig(3, OneInFlight(3));
   ASSERT_TRUE(rig.Start().ok());
-  std::future<Answer> a;
-  const auto a_deadline = OneBatchInFlight(&rig, &a);
-  ASSERT_NE(a_deadline, 0u);
-  auto b = BatchProposeAsync(rig.group(), "b", kShortTimeoutMs);
-  const auto held = rig.timers()->WaitForDelay(kShortDelay);
+  std::future<Answer> a, b;
+  ManualTimerScheduler::TaskId a_deadline = 0;
+  const auto held = HoldABatch(&rig, &a, &a_deadline, &b);
   ASSERT_NE(held, 0u);
 
   // Nothing ahead ends, but b's deadline comes: its batch is answered
@@ -184,10 +190,8 @@ void ExpectTheNextBatchLeavesAtOnce(const std::function<void(Options*)>& tweak) 
 }
 
 TEST(GroupBatchTest, BatchesOfAFewValuesInFlightHoldNothingBack) {
-  ExpectTheNextBatchLeavesAtOnce([](Options* o) {
-    o->batch_max_inflight = 1;
-    o->batch_max_count = 6;  // waiting pays behind batches of 6 / 3 = 2 values or more
-  });
+  // Waiting pays behind batches of 6 / 3 = 2 values or more.
+  ExpectTheNextBatchLeavesAtOnce(OneInFlight(6));
 }
 
 TEST(GroupBatchTest, WithoutALimitEveryFlushLeaves) {
